@@ -1,0 +1,123 @@
+"""One Settings object: environment (`SHERIFF_*`, `TASKCLUSTER_*`) over an optional TOML file.
+
+Precedence, highest first: explicit keyword arguments, environment variables, the TOML
+file named by `SHERIFF_CONFIG` (else `./sheriff.toml` when it exists), defaults. The
+defaults point at Firefox CI's production services so that a dry run works wherever they
+can be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from sheriff.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = "sheriff.toml"
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the `[sheriff]` table (or the top level) of a TOML settings file."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._data = _read_toml()
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in self._data.items() if k in self.settings_cls.model_fields}
+
+
+def _read_toml() -> dict[str, Any]:
+    explicit = os.environ.get("SHERIFF_CONFIG")
+    path = Path(explicit) if explicit else Path(DEFAULT_CONFIG_FILE)
+    if not path.exists():
+        if explicit:
+            raise ConfigError(f"SHERIFF_CONFIG names {path}, which does not exist")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable TOML file: {exc}") from exc
+    return data.get("sheriff", data)
+
+
+class Settings(BaseSettings):
+    """Everything sheriff can be configured with."""
+
+    model_config = SettingsConfigDict(env_prefix="SHERIFF_", extra="ignore")
+
+    database_url: str = "sqlite:///sheriff.db"
+
+    # The outside world. Taskcluster's own variable names, as its tools use them.
+    taskcluster_root_url: str = Field(
+        "https://firefox-ci-tc.services.mozilla.com",
+        validation_alias=AliasChoices("TASKCLUSTER_ROOT_URL", "SHERIFF_TASKCLUSTER_ROOT_URL"),
+    )
+    taskcluster_client_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("TASKCLUSTER_CLIENT_ID", "SHERIFF_TASKCLUSTER_CLIENT_ID"),
+    )
+    taskcluster_access_token: str | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "TASKCLUSTER_ACCESS_TOKEN", "SHERIFF_TASKCLUSTER_ACCESS_TOKEN"
+        ),
+    )
+    treeherder_url: str = "https://treeherder.mozilla.org"
+    pulse_url: str | None = None  # amqp://… ; when set, ingestion listens to Pulse
+    http_timeout_seconds: float = 30.0
+    http_retries: int = 5
+
+    # Triage (SPEC §3).
+    repositories: list[str] = ["autoland"]
+    queue_prefixes: list[str] = ["gecko-t/t-linux-"]
+    policy: str = "seed"
+    runs_wanted: int = 6  # original + 5 retriggers
+    regression_min_reproductions: int = 2
+
+    # Serving.
+    api_token: str | None = None  # bearer token that write endpoints require
+
+    @property
+    def has_taskcluster_credentials(self) -> bool:
+        return bool(self.taskcluster_client_id and self.taskcluster_access_token)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings, turning a bad value into one readable `ConfigError`."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"invalid setting {where}: {first['msg']}") from exc
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

@@ -1,0 +1,1 @@
+"""The store: SQLAlchemy tables, migrations, bulk loaders and queries (SQLite or PostgreSQL)."""

@@ -1,0 +1,40 @@
+"""All tables, one module per domain, on one shared `MetaData`.
+
+Alembic migrations in `store/migrations/versions/` create them; a test checks that the
+migrated database and this metadata agree, so a table edited here without a migration
+fails CI.
+"""
+
+from sheriff.store.schema.base import metadata
+from sheriff.store.schema.core import (
+    job,
+    job_group,
+    job_type,
+    manifest,
+    manifest_set,
+    manifest_set_member,
+    manifest_test,
+    platform,
+    push,
+    push_label_manifest_set,
+    repository,
+    task_queue,
+    test_path,
+)
+
+__all__ = [
+    "job",
+    "job_group",
+    "job_type",
+    "manifest",
+    "manifest_set",
+    "manifest_set_member",
+    "manifest_test",
+    "metadata",
+    "platform",
+    "push",
+    "push_label_manifest_set",
+    "repository",
+    "task_queue",
+    "test_path",
+]

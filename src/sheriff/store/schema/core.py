@@ -1,0 +1,169 @@
+"""Pushes, jobs and what they ran: Job -N:M-> Manifest -N:M-> TestPath (SPEC §2).
+
+A job row is one run of one task (Treeherder's job), identified by the tuple of plain
+columns repository, build platform, machine platform, job group, job type, option
+collection, tier and job kind: no hash. Strings that recur on many jobs (platforms,
+groups, labels, queues, manifest and test paths) are interned in small tables and
+referenced by integer, which is what keeps a job near 200 bytes; see docs/storage.md
+for the measurements behind the manifest-set layout.
+"""
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    UniqueConstraint,
+)
+
+from sheriff.store.schema.base import BigId, metadata
+
+repository = Table(
+    "repository",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(64), nullable=False, unique=True),
+)
+
+push = Table(
+    "push",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("repository_id", ForeignKey("repository.id"), nullable=False),
+    Column("revision", String(40), nullable=False),
+    Column("pushlog_id", Integer),
+    Column("author", String(255)),
+    Column("push_time", DateTime(timezone=True), nullable=False),
+    # The decision task's id is also the push's task group id.
+    Column("decision_task_id", String(22)),
+    UniqueConstraint("repository_id", "revision"),
+    Index(None, "repository_id", "push_time"),
+)
+
+platform = Table(
+    "platform",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("os_name", String(64), nullable=False),
+    Column("platform", String(100), nullable=False),
+    Column("architecture", String(64), nullable=False),
+    UniqueConstraint("platform", "os_name", "architecture"),
+)
+
+job_group = Table(
+    "job_group",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("symbol", String(64), nullable=False),
+    UniqueConstraint("name", "symbol"),
+)
+
+# Treeherder's job type: the name is the task label (`metadata.name`).
+job_type = Table(
+    "job_type",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("symbol", String(64), nullable=False),
+    UniqueConstraint("name", "symbol"),
+)
+
+task_queue = Table(
+    "task_queue",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(255), nullable=False, unique=True),
+)
+
+manifest = Table(
+    "manifest",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("path", String(1024), nullable=False, unique=True),
+)
+
+test_path = Table(
+    "test_path",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("path", String(2048), nullable=False, unique=True),
+)
+
+# Manifest -N:M-> TestPath: the union of every tests-by-manifest.json seen.
+manifest_test = Table(
+    "manifest_test",
+    metadata,
+    Column("manifest_id", ForeignKey("manifest.id"), primary_key=True),
+    Column("test_path_id", ForeignKey("test_path.id"), primary_key=True),
+)
+
+# A distinct set of manifests, stored once however many jobs ran it. `digest` (sha1 of
+# the sorted manifest ids) is only the interning key, never a job's identity.
+manifest_set = Table(
+    "manifest_set",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("digest", String(40), nullable=False, unique=True),
+    Column("size", Integer, nullable=False),
+)
+
+manifest_set_member = Table(
+    "manifest_set_member",
+    metadata,
+    Column("manifest_set_id", ForeignKey("manifest_set.id"), primary_key=True),
+    Column("manifest_id", ForeignKey("manifest.id"), primary_key=True),
+    # Which sets contain a manifest: the first step of the similar-jobs query.
+    Index(None, "manifest_id", "manifest_set_id"),
+)
+
+# What the decision task planned: a label's manifests on a push (manifests-by-task.json),
+# used for jobs whose task definition has no MOZHARNESS_TEST_PATHS.
+push_label_manifest_set = Table(
+    "push_label_manifest_set",
+    metadata,
+    Column("push_id", ForeignKey("push.id", ondelete="CASCADE"), primary_key=True),
+    Column("label", String(255), primary_key=True),
+    Column("manifest_set_id", ForeignKey("manifest_set.id"), nullable=False),
+)
+
+job = Table(
+    "job",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("push_id", ForeignKey("push.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(22), nullable=False),
+    Column("run_id", SmallInteger, nullable=False),
+    # The identity tuple (SPEC §2).
+    Column("repository_id", ForeignKey("repository.id"), nullable=False),
+    Column("build_platform_id", ForeignKey("platform.id"), nullable=False),
+    Column("machine_platform_id", ForeignKey("platform.id"), nullable=False),
+    Column("job_group_id", ForeignKey("job_group.id"), nullable=False),
+    Column("job_type_id", ForeignKey("job_type.id"), nullable=False),
+    Column("option_collection", String(32), nullable=False),
+    Column("tier", SmallInteger, nullable=False),
+    Column("job_kind", String(16), nullable=False),
+    # The rest of what sheriff needs to know about the run.
+    Column("task_queue_id", ForeignKey("task_queue.id"), nullable=False),
+    Column("state", String(16), nullable=False),  # Treeherder's: pending/running/completed
+    Column("result", String(16), nullable=False),  # success/testfailed/exception/…/unknown
+    Column("classification_id", SmallInteger, nullable=False, server_default="1"),
+    Column("retriggerable", Boolean, nullable=False, server_default="0"),
+    Column("action", String(32)),  # tags.action: the action that created this task
+    Column("parent_task_id", String(22)),  # extra.parent
+    Column("test_type", String(32)),  # tags.test-type
+    Column("manifest_set_id", ForeignKey("manifest_set.id")),
+    Column("submit_time", DateTime(timezone=True), nullable=False),
+    Column("start_time", DateTime(timezone=True)),
+    Column("end_time", DateTime(timezone=True)),
+    UniqueConstraint("task_id", "run_id"),
+    Index(None, "push_id", "job_type_id"),
+    # "Jobs on this platform configuration that ran these manifests, over these pushes."
+    Index(None, "manifest_set_id", "push_id"),
+    Index(None, "submit_time"),
+)

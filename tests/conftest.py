@@ -1,0 +1,130 @@
+"""Shared fixtures: a freshly migrated database on SQLite and on PostgreSQL, and paths.
+
+PostgreSQL tests use `SHERIFF_TEST_POSTGRES_URL` (default: root on 127.0.0.1:5432, database
+`test`) to create a throwaway database per test session. Without a reachable server they
+skip and say why; under `CI=true` they fail instead, so CI never silently loses them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sheriff.store import db
+from sheriff.store.schema import metadata
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+REFERENCE = SHARED / "reference-data"
+SCENARIOS = SHARED / "scenarios"
+
+POSTGRES_URL = os.environ.get(
+    "SHERIFF_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def reference() -> Path:
+    """../shared/reference-data, read in place (never copied into the project)."""
+    if not REFERENCE.is_dir():
+        pytest.fail(f"reference data not found at {REFERENCE}: ../shared must sit beside the repo")
+    return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def scenarios_dir() -> Path:
+    return SCENARIOS
+
+
+def _postgres_unavailable() -> str | None:
+    try:
+        engine = sa.create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as exc:  # any failure to connect means: no server for these tests
+        return f"PostgreSQL not reachable at {POSTGRES_URL}: {exc.__class__.__name__}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """URL of a throwaway PostgreSQL database, migrated, dropped at the end of the session."""
+    reason = _postgres_unavailable()
+    if reason:
+        if IN_CI:
+            pytest.fail(f"{reason} (CI=true: PostgreSQL tests must run)")
+        pytest.skip(reason)
+    name = f"sheriff_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(
+        hide_password=False
+    )
+    engine = db.open_database(url)
+    engine.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test instead of migrating every time."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = db.open_database(f"sqlite:///{path}")
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+    return path
+
+
+def _truncate_all(engine: Engine) -> None:
+    names = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL to an empty, migrated database: each test runs once per backend."""
+    if request.param == "sqlite":
+        target = tmp_path / "sheriff.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), target)
+        yield f"sqlite:///{target}"
+    else:
+        url = request.getfixturevalue("postgres_server_url")
+        engine = db.create_engine(url)
+        _truncate_all(engine)
+        engine.dispose()
+        yield url
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """An engine on the per-test database (see `db_url`)."""
+    engine = db.open_database(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path, sqlite_template: Path) -> Iterator[Engine]:
+    """SQLite only, for tests that have nothing backend-specific to prove."""
+    target = tmp_path / "sheriff.db"
+    shutil.copy(sqlite_template, target)
+    engine = db.open_database(f"sqlite:///{target}")
+    yield engine
+    engine.dispose()
