@@ -67,9 +67,7 @@ def postgres_server_url() -> Iterator[str]:
     admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(
-        hide_password=False
-    )
+    url = sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
     engine = db.open_database(url)
     engine.dispose()
     try:

@@ -16,7 +16,8 @@ def upgrade(revision: str = typer.Argument("head", help="Alembic revision to upg
 
     engine = db.open_database(settings().database_url, migrate=False)
     db.upgrade(engine, revision)
-    typer.echo(f"{engine.url.render_as_string(hide_password=True)}: at {db.current_revision(engine)}")
+    where = engine.url.render_as_string(hide_password=True)
+    typer.echo(f"{where}: at {db.current_revision(engine)}")
 
 
 @db_app.command("current")
