@@ -1,0 +1,1 @@
+"""Taskcluster actions: the actions.json protocol, strategies and the request log."""

@@ -1,0 +1,1 @@
+"""The outside world: Taskcluster, Treeherder, artifacts, Pulse."""

@@ -1,0 +1,1 @@
+"""The CI simulator: Taskcluster and Treeherder over HTTP, playing scenarios with ground truth."""
