@@ -5,6 +5,7 @@ migrated database and this metadata agree, so a table edited here without a migr
 fails CI.
 """
 
+from sheriff.store.schema.actions import action_request
 from sheriff.store.schema.base import metadata
 from sheriff.store.schema.core import (
     job,
@@ -23,6 +24,7 @@ from sheriff.store.schema.core import (
 )
 
 __all__ = [
+    "action_request",
     "job",
     "job_group",
     "job_type",

@@ -1,0 +1,176 @@
+"""The pure parts of Taskcluster's actions protocol: matching, selection, scopes.
+
+An `actions.json` (version 1) lists actions; each has a `context`, a list of tag-sets.
+A tag-set matches a task when every one of its key/value pairs is in the task's tags;
+`context: []` marks a push-level action, which applies only when there is no task.
+Nothing here does I/O; `sheriff.actions.protocol` drives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+SUPPORTED_VERSION = 1
+SUPPORTED_KIND = "hook"
+
+# Kinds of task an action task itself has; `tags.kind` on tasks created by a hook.
+ACTION_TASK_KIND = "action-callback"
+
+
+def tag_set_matches(tag_set: Mapping[str, str], tags: Mapping[str, str]) -> bool:
+    """True when every key/value of `tag_set` is in `tags` (the empty set matches any task)."""
+    return all(tags.get(key) == value for key, value in tag_set.items())
+
+
+def context_matches(context: Sequence[Mapping[str, str]], tags: Mapping[str, str] | None) -> bool:
+    """Whether an action with `context` applies to a task with `tags` (None: push-level)."""
+    if tags is None:
+        return len(context) == 0
+    return any(tag_set_matches(tag_set, tags) for tag_set in context)
+
+
+def select_action(
+    actions: Iterable[Mapping[str, Any]], name: str, tags: Mapping[str, str] | None
+) -> Mapping[str, Any] | None:
+    """The first action called `name` whose context matches `tags`, as consumers must pick."""
+    for action in actions:
+        if action.get("name") == name and context_matches(action.get("context", []), tags):
+            return action
+    return None
+
+
+def available_actions(
+    actions: Iterable[Mapping[str, Any]], tags: Mapping[str, str] | None
+) -> list[Mapping[str, Any]]:
+    """Every action that applies to `tags`, first match per name only, in file order."""
+    seen: set[str] = set()
+    found = []
+    for action in actions:
+        name = action.get("name", "")
+        if name not in seen and context_matches(action.get("context", []), tags):
+            seen.add(name)
+            found.append(action)
+    return found
+
+
+def render_context(
+    *,
+    task_group_id: str,
+    task_id: str | None,
+    input: Any,
+    variables: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The JSON-e context `hookPayload` is rendered in; `variables` never shadow the three."""
+    return {**variables, "taskGroupId": task_group_id, "taskId": task_id, "input": input}
+
+
+def hook_scope(hook_group_id: str, hook_id: str) -> str:
+    """The scope a decision task must carry for its actions.json to name this hook."""
+    return f"in-tree:hook-action:{hook_group_id}/{hook_id}"
+
+
+def scope_satisfied(held: Iterable[str], required: str) -> bool:
+    """Taskcluster's rule: a held scope matches exactly, or ends in `*` and prefixes it."""
+    for scope in held:
+        if scope == required or (scope.endswith("*") and required.startswith(scope[:-1])):
+            return True
+    return False
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per JSON value, so equal inputs compare and hash equal."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(action: str, decision_task_id: str, task_id: str | None, input: Any) -> str:
+    """A default idempotency key: the same action on the same target with the same input."""
+    text = canonical_json([action, decision_task_id, task_id, input])
+    return f"{action}:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+
+@dataclass(frozen=True)
+class ActionTaskSignature:
+    """What an action task says about the request that created it."""
+
+    name: str
+    task_id: str | None
+    input: Any
+
+    def matches(self, name: str, task_id: str | None, input: Any) -> bool:
+        return (
+            self.name == name
+            and self.task_id == task_id
+            and canonical_json(self.input) == canonical_json(input)
+        )
+
+
+def action_task_signature(definition: Mapping[str, Any]) -> ActionTaskSignature | None:
+    """Read name, target task and input off an action task's definition, if it is one.
+
+    Hooks for in-tree actions put them in `extra.action` (`name`, `context.taskId`,
+    `context.input`) and in the environment (`ACTION_INPUT`, `ACTION_TASK_ID`); either is
+    enough. Tasks that are not action tasks give None.
+    """
+    extra_action = (definition.get("extra") or {}).get("action")
+    if isinstance(extra_action, Mapping) and extra_action.get("name"):
+        context = extra_action.get("context") or {}
+        return ActionTaskSignature(
+            name=str(extra_action["name"]),
+            task_id=context.get("taskId"),
+            input=context.get("input"),
+        )
+    env = (definition.get("payload") or {}).get("env") or {}
+    tags = definition.get("tags") or {}
+    if "ACTION_INPUT" not in env or tags.get("kind") != ACTION_TASK_KIND:
+        return None
+    try:
+        input = json.loads(env["ACTION_INPUT"])
+    except (TypeError, ValueError):
+        return None
+    name = tags.get("action") or env.get("ACTION_CALLBACK") or ""
+    task_id = env.get("ACTION_TASK_ID") or None
+    if isinstance(task_id, str) and task_id.startswith('"'):
+        task_id = json.loads(task_id)  # gecko's hook stores it JSON-encoded
+    return ActionTaskSignature(name=name, task_id=task_id, input=input)
+
+
+def treeherder_route_push(routes: Iterable[str]) -> tuple[str, str] | None:
+    """(repository, revision) from a `tc-treeherder.v2.<repo>.<revision>[.<pushlog id>]` route."""
+    for route in routes:
+        parts = route.split(".")
+        if len(parts) >= 4 and parts[0] == "tc-treeherder" and parts[1] == "v2":
+            return parts[2], parts[3]
+    return None
+
+
+def treeherder_route_pushlog_id(routes: Iterable[str]) -> int | None:
+    """The pushlog id at the end of a `tc-treeherder.v2.<repo>.<revision>.<id>` route."""
+    for route in routes:
+        parts = route.split(".")
+        if len(parts) >= 5 and parts[0] == "tc-treeherder" and parts[4].isdigit():
+            return int(parts[4])
+    return None
+
+
+def task_manifests(definition: Mapping[str, Any]) -> list[str]:
+    """The manifests a test task ran: the union of `MOZHARNESS_TEST_PATHS` over its suites."""
+    env = (definition.get("payload") or {}).get("env") or {}
+    raw = env.get("MOZHARNESS_TEST_PATHS")
+    if not raw:
+        return []
+    try:
+        by_suite = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(by_suite, Mapping):
+        return []
+    manifests: list[str] = []
+    for paths in by_suite.values():
+        for path in paths if isinstance(paths, list) else []:
+            if isinstance(path, str) and path not in manifests:
+                manifests.append(path)
+    return manifests
