@@ -1,0 +1,5 @@
+"""`python -m sheriff` runs the CLI."""
+
+from sheriff.cli import main
+
+main()

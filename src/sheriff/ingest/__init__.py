@@ -1,0 +1,1 @@
+"""Ingestion: files, Taskcluster task groups and Pulse messages into the store."""

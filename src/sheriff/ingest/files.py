@@ -1,0 +1,162 @@
+"""Load files in the real formats: task definitions, Pulse messages, manifest artifacts.
+
+Each file is parsed and checked whole before anything is written, then written in one
+transaction, so a malformed file leaves the database exactly as it was; the error names
+the file and the entry.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sheriff.errors import InputError
+from sheriff.model.job import (
+    PULSE_EXCHANGE_STATES,
+    NotATreeherderJob,
+    TaskJob,
+    TaskShapeError,
+    job_from_task,
+)
+from sheriff.store.loader import (
+    LoadStats,
+    RunUpdate,
+    apply_run_updates,
+    load_jobs,
+    load_push_manifests,
+)
+from sheriff.store.schema import push, repository
+
+_ENTRY_KEY = re.compile(r'"([A-Za-z0-9_-]{22})"\s*:\s*\{')
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, gzipped or not; errors name the file and, where it can, the entry."""
+    try:
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        keys = _ENTRY_KEY.findall(text, 0, exc.pos)
+        where = f" (in the entry for task {keys[-1]})" if keys else ""
+        raise InputError(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}{where}: {exc.msg}"
+        ) from exc
+
+
+def _entries(path: Path, data: Any, what: str) -> list[tuple[str, Any]]:
+    """Entries keyed by task id: an object `{taskId: …}` or a list of objects."""
+    if isinstance(data, Mapping):
+        if isinstance(data.get("tasks"), list):  # a listTaskGroup response
+            data = data["tasks"]
+        else:
+            return list(data.items())
+    if isinstance(data, list):
+        return [(str(i), item) for i, item in enumerate(data)]
+    raise InputError(f"{path}: expected an object of {what} keyed by task id, or a list")
+
+
+def parse_task_file(path: Path) -> tuple[list[TaskJob], dict[str, int]]:
+    """Jobs from a file of task definitions (`{taskId: definition}`, or listTaskGroup's
+    `{"tasks": [{"task": …, "status": …}]}`); tasks Treeherder would not show are counted."""
+    jobs: list[TaskJob] = []
+    skipped: dict[str, int] = {}
+    for key, entry in _entries(path, read_json(path), "task definitions"):
+        if not isinstance(entry, Mapping):
+            raise InputError(f"{path}: entry {key}: expected a task definition object")
+        task, status = entry, None
+        if "task" in entry and "status" in entry:
+            task, status = entry["task"], entry["status"]
+        task_id = (status or {}).get("taskId", key)
+        try:
+            runs = (status or {}).get("runs") or [None]
+            for run_id, run in enumerate(runs):
+                jobs.append(job_from_task(task_id, task, run_id, run))
+        except NotATreeherderJob as exc:
+            skipped[str(exc)] = skipped.get(str(exc), 0) + 1
+        except TaskShapeError as exc:
+            raise InputError(f"{path}: task {task_id}: {exc}") from exc
+    return jobs, skipped
+
+
+def parse_pulse_file(path: Path) -> list[RunUpdate]:
+    """Run updates from Pulse messages (the `exchange/taskcluster-queue/v1/task-*` ones)."""
+    updates: list[RunUpdate] = []
+    for key, message in _entries(path, read_json(path), "Pulse messages"):
+        try:
+            exchange = message["exchange"]
+            if exchange not in PULSE_EXCHANGE_STATES:
+                raise InputError(f"{path}: message {key}: unknown exchange {exchange!r}")
+            payload = message["payload"]
+            run_id = int(payload["runId"])
+            status = payload["status"]
+            run = status["runs"][run_id]
+            task_id = status["taskId"]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"{path}: message {key}: not a Taskcluster queue message ({exc!r} missing)"
+            ) from exc
+        # Runs created as an exception (deadline exceeded) are never shown (as Treeherder).
+        if run.get("reasonCreated") == "exception" and exchange.endswith("task-exception"):
+            continue
+        updates.append(RunUpdate(task_id, run_id, run))
+    return updates
+
+
+def ingest_tasks(engine: Engine, path: Path) -> LoadStats:
+    jobs, skipped = parse_task_file(path)
+    with engine.begin() as conn:
+        stats = load_jobs(conn, jobs)
+    for reason, count in skipped.items():
+        stats.skipped[reason] = stats.skipped.get(reason, 0) + count
+    return stats
+
+
+def ingest_pulse(engine: Engine, path: Path) -> LoadStats:
+    updates = parse_pulse_file(path)
+    with engine.begin() as conn:
+        return apply_run_updates(conn, updates)
+
+
+def _string_lists(path: Path, data: Any, what: str) -> dict[str, list[str]]:
+    if not isinstance(data, Mapping):
+        raise InputError(f"{path}: expected an object of {what}")
+    for key, value in data.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{path}: entry {key!r}: expected a list of paths")
+    return {str(k): list(v) for k, v in data.items()}
+
+
+def ingest_manifests(
+    engine: Engine,
+    repo: str,
+    revision: str,
+    manifests_by_task: Path,
+    tests_by_manifest: Path | None,
+) -> dict[str, int]:
+    """Load a push's `manifests-by-task.json` and `tests-by-manifest.json` (plain or .gz)."""
+    by_label = _string_lists(manifests_by_task, read_json(manifests_by_task), "manifests by task")
+    tests: dict[str, list[str]] = {}
+    if tests_by_manifest is not None:
+        tests = _string_lists(tests_by_manifest, read_json(tests_by_manifest), "tests by manifest")
+    with engine.begin() as conn:
+        push_id = conn.execute(
+            sa.select(push.c.id)
+            .join(repository, repository.c.id == push.c.repository_id)
+            .where(repository.c.name == repo, push.c.revision == revision)
+        ).scalar()
+        if push_id is None:
+            raise InputError(
+                f"push {repo}/{revision} is not stored: ingest its tasks before its manifests"
+            )
+        return load_push_manifests(conn, push_id, by_label, tests)

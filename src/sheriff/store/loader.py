@@ -1,0 +1,447 @@
+"""Bulk loading of pushes, jobs, manifests and test paths.
+
+Everything here works on sets of rows inside the caller's transaction: interned strings
+go in with one `INSERT … ON CONFLICT DO NOTHING` per table and come back with one
+`SELECT`, jobs with one executemany per batch. Loading the same rows twice changes
+nothing, and a job's state only ever moves forward (pending → running → completed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from sheriff.model.job import STATE_RANK, PushRef, TaskJob, parse_time, run_state_and_result
+from sheriff.store.schema import (
+    job,
+    job_group,
+    job_type,
+    manifest,
+    manifest_set,
+    manifest_set_member,
+    manifest_test,
+    platform,
+    push,
+    push_label_manifest_set,
+    repository,
+    task_queue,
+    test_path,
+)
+
+# Keeps every statement's bound parameters well under SQLite's and PostgreSQL's limits.
+CHUNK = 500
+
+JOB_STATE_COLUMNS = ("state", "result", "start_time", "end_time")
+
+
+def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def insert_ignoring_conflicts(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
+    """INSERT rows, skipping any that collide with a unique key (both backends)."""
+    if not rows:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(table).on_conflict_do_nothing()
+    for chunk in _chunks(rows):
+        conn.execute(stmt, list(chunk))
+
+
+def manifest_set_digest(paths: Iterable[str]) -> str:
+    """The interning key of a set of manifests (never used as a job's identity)."""
+    return hashlib.sha1("\n".join(sorted(set(paths))).encode()).hexdigest()
+
+
+@dataclass
+class LoadStats:
+    """What one load did, for the CLI and the tests."""
+
+    pushes: int = 0
+    jobs_inserted: int = 0
+    jobs_updated: int = 0
+    jobs_unchanged: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+class Interner:
+    """Maps strings (or tuples of them) to the ids of their rows, creating missing rows.
+
+    One instance serves one transaction: its cache must not outlive a rollback.
+    """
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self.conn = conn
+        self._cache: dict[str, dict[tuple, int]] = {}
+
+    def ids(
+        self, table: sa.Table, columns: tuple[str, ...], keys: Iterable[tuple]
+    ) -> dict[tuple, int]:
+        cache = self._cache.setdefault(table.name, {})
+        missing = sorted({k for k in keys if k not in cache})
+        if missing:
+            insert_ignoring_conflicts(
+                self.conn, table, [dict(zip(columns, k, strict=True)) for k in missing]
+            )
+            cols = [table.c[c] for c in columns]
+            for chunk in _chunks(missing):
+                where = (
+                    cols[0].in_([k[0] for k in chunk])
+                    if len(cols) == 1
+                    else sa.tuple_(*cols).in_(list(chunk))
+                )
+                for row in self.conn.execute(sa.select(table.c.id, *cols).where(where)):
+                    cache[tuple(row[1:])] = row[0]
+        return cache
+
+    def id(self, table: sa.Table, columns: tuple[str, ...], key: tuple) -> int:
+        return self.ids(table, columns, [key])[key]
+
+    def manifest_sets(self, sets: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+        """Ids of manifest sets (tuples of paths), storing each new set and its members once."""
+        wanted = {tuple(sorted(set(s))) for s in sets}
+        by_digest = {manifest_set_digest(s): s for s in wanted}
+        cache = self._cache.setdefault("manifest_set", {})
+        new_digests = [d for d in by_digest if (d,) not in cache]
+        if new_digests:
+            manifest_ids = self.ids(
+                manifest, ("path",), {(p,) for d in new_digests for p in by_digest[d]}
+            )
+            existing = self._select_sets(new_digests)
+            fresh = [d for d in new_digests if d not in existing]
+            insert_ignoring_conflicts(
+                self.conn,
+                manifest_set,
+                [{"digest": d, "size": len(by_digest[d])} for d in fresh],
+            )
+            created = self._select_sets(fresh)
+            insert_ignoring_conflicts(
+                self.conn,
+                manifest_set_member,
+                [
+                    {"manifest_set_id": created[d], "manifest_id": manifest_ids[(p,)]}
+                    for d in fresh
+                    for p in by_digest[d]
+                ],
+            )
+            for digest, set_id in {**existing, **created}.items():
+                cache[(digest,)] = set_id
+        return {s: cache[(manifest_set_digest(s),)] for s in wanted}
+
+    def _select_sets(self, digests: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for chunk in _chunks(list(digests)):
+            rows = self.conn.execute(
+                sa.select(manifest_set.c.digest, manifest_set.c.id).where(
+                    manifest_set.c.digest.in_(chunk)
+                )
+            )
+            found.update({digest: set_id for digest, set_id in rows})
+        return found
+
+
+def ensure_pushes(
+    conn: sa.Connection,
+    interner: Interner,
+    pushes: Mapping[PushRef, tuple[datetime, str | None]],
+) -> dict[PushRef, int]:
+    """Ids of pushes, creating missing ones; value = (earliest known time, task group)."""
+    repo_ids = interner.ids(repository, ("name",), {(p.repository,) for p in pushes})
+    rows = [
+        {
+            "repository_id": repo_ids[(ref.repository,)],
+            "revision": ref.revision,
+            "pushlog_id": ref.pushlog_id,
+            "push_time": when,
+            "decision_task_id": group,
+        }
+        for ref, (when, group) in pushes.items()
+    ]
+    insert_ignoring_conflicts(conn, push, rows)
+    found: dict[PushRef, int] = {}
+    by_key = {(repo_ids[(r.repository,)], r.revision): r for r in pushes}
+    for chunk in _chunks(list(by_key)):
+        result = conn.execute(
+            sa.select(
+                push.c.id, push.c.repository_id, push.c.revision, push.c.decision_task_id
+            ).where(sa.tuple_(push.c.repository_id, push.c.revision).in_(chunk))
+        )
+        for push_id, repo_id, revision, decision in result:
+            ref = by_key[(repo_id, revision)]
+            found[ref] = push_id
+            group = pushes[ref][1]
+            if decision is None and group is not None:
+                conn.execute(
+                    push.update().where(push.c.id == push_id).values(decision_task_id=group)
+                )
+    return found
+
+
+def _decision_group(jobs: Sequence[TaskJob]) -> str | None:
+    # The push's own tasks share the decision task's group; actions' tasks join it too.
+    groups = [j.task_group_id for j in jobs if j.action is None]
+    return max(set(groups), key=groups.count) if groups else None
+
+
+def load_jobs(
+    conn: sa.Connection, jobs: Sequence[TaskJob], interner: Interner | None = None
+) -> LoadStats:
+    """Insert or update the given runs, with their pushes, identity rows and manifests."""
+    interner = interner or Interner(conn)
+    stats = LoadStats()
+    if not jobs:
+        return stats
+
+    by_push: dict[PushRef, list[TaskJob]] = {}
+    for j in jobs:
+        by_push.setdefault(j.push, []).append(j)
+    push_ids = ensure_pushes(
+        conn,
+        interner,
+        {ref: (min(j.submit_time for j in js), _decision_group(js)) for ref, js in by_push.items()},
+    )
+    stats.pushes = len(push_ids)
+
+    repo_ids = interner.ids(repository, ("name",), {(j.push.repository,) for j in jobs})
+    platform_cols = ("os_name", "platform", "architecture")
+    platform_ids = interner.ids(
+        platform,
+        platform_cols,
+        {
+            (p.os_name, p.platform, p.architecture)
+            for j in jobs
+            for p in (j.build_platform, j.machine_platform)
+        },
+    )
+    group_ids = interner.ids(
+        job_group, ("name", "symbol"), {(j.group_name, j.group_symbol) for j in jobs}
+    )
+    type_ids = interner.ids(
+        job_type, ("name", "symbol"), {(j.job_type_name, j.job_symbol) for j in jobs}
+    )
+    queue_ids = interner.ids(task_queue, ("name",), {(j.task_queue_id,) for j in jobs})
+    set_ids = interner.manifest_sets(j.manifests for j in jobs if j.manifests)
+    planned = _planned_manifest_sets(conn, {push_ids[j.push] for j in jobs if j.manifests is None})
+
+    def row(j: TaskJob) -> dict[str, Any]:
+        push_id = push_ids[j.push]
+        bp, mp = j.build_platform, j.machine_platform
+        if j.manifests:
+            set_id = set_ids[tuple(sorted(set(j.manifests)))]
+        else:
+            set_id = planned.get((push_id, j.label))
+        return {
+            "push_id": push_id,
+            "task_id": j.task_id,
+            "run_id": j.run_id,
+            "repository_id": repo_ids[(j.push.repository,)],
+            "build_platform_id": platform_ids[(bp.os_name, bp.platform, bp.architecture)],
+            "machine_platform_id": platform_ids[(mp.os_name, mp.platform, mp.architecture)],
+            "job_group_id": group_ids[(j.group_name, j.group_symbol)],
+            "job_type_id": type_ids[(j.job_type_name, j.job_symbol)],
+            "option_collection": j.option_collection,
+            "tier": j.tier,
+            "job_kind": j.job_kind,
+            "task_queue_id": queue_ids[(j.task_queue_id,)],
+            "state": j.state,
+            "result": j.result,
+            "retriggerable": j.retriggerable,
+            "action": j.action,
+            "parent_task_id": j.parent_task_id,
+            "test_type": j.test_type,
+            "manifest_set_id": set_id,
+            "submit_time": j.submit_time,
+            "start_time": j.start_time,
+            "end_time": j.end_time,
+        }
+
+    write_runs(conn, [row(j) for j in jobs], stats)
+    return stats
+
+
+def write_runs(conn: sa.Connection, rows: list[dict[str, Any]], stats: LoadStats) -> None:
+    """Insert new runs; move existing ones forward (never back) in state and result."""
+    existing: dict[tuple[str, int], tuple[int, str, str]] = {}
+    keys = sorted({(r["task_id"], r["run_id"]) for r in rows})
+    for chunk in _chunks(keys):
+        result = conn.execute(
+            sa.select(job.c.task_id, job.c.run_id, job.c.id, job.c.state, job.c.result).where(
+                sa.tuple_(job.c.task_id, job.c.run_id).in_(chunk)
+            )
+        )
+        for task_id, run_id, job_id, state, res in result:
+            existing[(task_id, run_id)] = (job_id, state, res)
+
+    inserts: dict[tuple[str, int], dict[str, Any]] = {}
+    updates: list[dict[str, Any]] = []
+    for r in rows:
+        key = (r["task_id"], r["run_id"])
+        if key not in existing:
+            if key in inserts and not _moves_forward(inserts[key], r):
+                continue
+            inserts[key] = r
+            continue
+        job_id, state, res = existing[key]
+        if (state, res) == (r["state"], r["result"]) or not _moves_forward(
+            {"state": state, "result": res}, r
+        ):
+            stats.jobs_unchanged += 1
+            continue
+        update = {f"new_{c}": r[c] for c in JOB_STATE_COLUMNS}
+        updates.append({"job_id": job_id, **update})
+        existing[key] = (job_id, r["state"], r["result"])
+
+    if inserts:
+        for chunk in _chunks(list(inserts.values()), 2000):
+            conn.execute(job.insert(), list(chunk))
+        stats.jobs_inserted += len(inserts)
+    if updates:
+        stmt = (
+            job.update()
+            .where(job.c.id == sa.bindparam("job_id"))
+            .values(
+                {
+                    c: sa.func.coalesce(sa.bindparam(f"new_{c}"), job.c[c])
+                    if c.endswith("_time")
+                    else sa.bindparam(f"new_{c}")
+                    for c in JOB_STATE_COLUMNS
+                }
+            )
+        )
+        conn.execute(stmt, updates)
+        stats.jobs_updated += len(updates)
+
+
+def _moves_forward(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    old_rank, new_rank = STATE_RANK[old["state"]], STATE_RANK[new["state"]]
+    if new_rank != old_rank:
+        return new_rank > old_rank
+    # Same state: only a completed run can still change result, to `retry` once rerun.
+    return new["state"] == "completed" and new["result"] == "retry"
+
+
+def _planned_manifest_sets(conn: sa.Connection, push_ids: set[int]) -> dict[tuple[int, str], int]:
+    if not push_ids:
+        return {}
+    planned: dict[tuple[int, str], int] = {}
+    for chunk in _chunks(sorted(push_ids)):
+        result = conn.execute(
+            sa.select(
+                push_label_manifest_set.c.push_id,
+                push_label_manifest_set.c.label,
+                push_label_manifest_set.c.manifest_set_id,
+            ).where(push_label_manifest_set.c.push_id.in_(chunk))
+        )
+        for push_id, label, set_id in result:
+            planned[(push_id, label)] = set_id
+    return planned
+
+
+def load_push_manifests(
+    conn: sa.Connection,
+    push_id: int,
+    manifests_by_label: Mapping[str, Sequence[str]],
+    tests_by_manifest: Mapping[str, Sequence[str]],
+    interner: Interner | None = None,
+) -> dict[str, int]:
+    """Store what the decision task planned for a push; fill it in on jobs lacking manifests."""
+    interner = interner or Interner(conn)
+    sets = {label: tuple(sorted(set(paths))) for label, paths in manifests_by_label.items()}
+    set_ids = interner.manifest_sets(s for s in sets.values() if s)
+    insert_ignoring_conflicts(
+        conn,
+        push_label_manifest_set,
+        [
+            {"push_id": push_id, "label": label, "manifest_set_id": set_ids[s]}
+            for label, s in sets.items()
+            if s
+        ],
+    )
+    manifest_ids = interner.ids(manifest, ("path",), {(m,) for m in tests_by_manifest})
+    test_ids = interner.ids(
+        test_path, ("path",), {(t,) for tests in tests_by_manifest.values() for t in tests}
+    )
+    insert_ignoring_conflicts(
+        conn,
+        manifest_test,
+        [
+            {"manifest_id": manifest_ids[(m,)], "test_path_id": test_ids[(t,)]}
+            for m, tests in tests_by_manifest.items()
+            for t in set(tests)
+        ],
+    )
+    # Jobs already ingested without MOZHARNESS_TEST_PATHS take the planned set.
+    labelled = sa.select(job_type.c.id).where(job_type.c.name == sa.bindparam("label"))
+    stmt = (
+        job.update()
+        .where(
+            job.c.push_id == push_id,
+            job.c.manifest_set_id.is_(None),
+            job.c.job_type_id.in_(labelled.scalar_subquery()),
+        )
+        .values(manifest_set_id=sa.bindparam("set_id"))
+    )
+    params = [{"label": label[:99], "set_id": set_ids[s]} for label, s in sets.items() if s]
+    updated = 0
+    for chunk in _chunks(params):
+        updated += sum(conn.execute(stmt, [p]).rowcount for p in chunk)
+    return {
+        "labels": len(params),
+        "manifests": len(manifest_ids),
+        "tests": len(test_ids),
+        "jobs_updated": updated,
+    }
+
+
+def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadStats:
+    """Record run state changes (from Pulse or a status call) for tasks already stored."""
+    stats = LoadStats()
+    task_ids = sorted({r.task_id for r in runs})
+    identity: dict[str, dict[str, Any]] = {}
+    for chunk in _chunks(task_ids):
+        result = conn.execute(
+            sa.select(job).where(job.c.task_id.in_(chunk)).order_by(job.c.run_id.desc())
+        )
+        for r in result.mappings():
+            identity.setdefault(r["task_id"], dict(r))
+    rows: list[dict[str, Any]] = []
+    for update in runs:
+        base = identity.get(update.task_id)
+        if base is None:
+            stats.skip("task not stored yet")
+            continue
+        state, result = run_state_and_result(update.run, base["job_kind"])
+        row = {k: v for k, v in base.items() if k != "id"}
+        row.update(
+            run_id=update.run_id,
+            state=state,
+            result=result,
+            start_time=parse_time(update.run.get("started")),
+            end_time=parse_time(update.run.get("resolved")),
+        )
+        if update.run_id > 0:
+            # An automatic rerun: Treeherder shows the run before it as `retry`.
+            previous = {**row, "run_id": update.run_id - 1, "state": "completed"}
+            rows.append({**previous, "result": "retry", "start_time": None, "end_time": None})
+        rows.append(row)
+    write_runs(conn, rows, stats)
+    return stats
+
+
+@dataclass(frozen=True)
+class RunUpdate:
+    """Run `run_id` of a stored task is now as `run` (an entry of the task's status runs)."""
+
+    task_id: str
+    run_id: int
+    run: Mapping[str, Any]

@@ -1,0 +1,72 @@
+"""Task definitions in the shape of the real ones, for tests that need many of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import slugid
+
+REAL_TASKS = (
+    Path(__file__).resolve().parents[2]
+    / "shared/reference-data/treeherder/pulse/taskcluster_tasks.json"
+)
+
+
+@cache
+def _template() -> dict[str, Any]:
+    tasks = json.loads(REAL_TASKS.read_text())
+    return tasks["A35mWTRuQmyj88yMnIF0fA"]  # a real linux64-qr debug mochitest task
+
+
+def make_task(
+    *,
+    revision: str,
+    label: str,
+    manifests: list[str] | None = None,
+    platform: str = "linux1804-64-qr",
+    collection: str = "opt",
+    queue: str = "gecko-t/t-linux-large-gcp",
+    group: tuple[str, str] = ("Mochitests", "M"),
+    symbol: str = "bc1",
+    created: str = "2026-11-02T08:00:00.000Z",
+    task_group_id: str = "decision_task_group_id",
+    repository: str = "autoland",
+    pushlog_id: int = 1,
+    action: str | None = None,
+    suite: str = "mochitest-browser-chrome",
+) -> dict[str, Any]:
+    """A task definition like the real ones, changed where the caller says."""
+    task = copy.deepcopy(_template())
+    task.pop("provisionerId", None)
+    task.pop("workerType", None)
+    task["taskQueueId"] = queue
+    task["taskGroupId"] = task_group_id[:22]
+    task["created"] = created
+    task["metadata"]["name"] = label
+    task["routes"] = [f"tc-treeherder.v2.{repository}.{revision}.{pushlog_id}"]
+    th = task["extra"]["treeherder"]
+    th.update(
+        {
+            "machine": {"platform": platform},
+            "collection": {collection: True},
+            "groupName": group[0],
+            "groupSymbol": group[1],
+            "symbol": symbol,
+        }
+    )
+    task["tags"]["label"] = label
+    if action:
+        task["tags"]["action"] = action
+    env = task["payload"]["env"]
+    env.pop("MOZHARNESS_TEST_PATHS", None)
+    if manifests is not None:
+        env["MOZHARNESS_TEST_PATHS"] = json.dumps({suite: manifests})
+    return task
+
+
+def new_task_id() -> str:
+    return slugid.nice()
