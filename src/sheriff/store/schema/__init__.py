@@ -22,6 +22,7 @@ from sheriff.store.schema.core import (
     task_queue,
     test_path,
 )
+from sheriff.store.schema.triage import run_observation, triage_case
 
 __all__ = [
     "action_request",
@@ -37,6 +38,8 @@ __all__ = [
     "push",
     "push_label_manifest_set",
     "repository",
+    "run_observation",
     "task_queue",
     "test_path",
+    "triage_case",
 ]
