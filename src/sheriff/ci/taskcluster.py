@@ -179,6 +179,9 @@ class TaskclusterClients:
     hooks: Any
     auth: Any
     has_credentials: bool
+    transport: TransportOptions = field(default_factory=TransportOptions)
+    # Hooks without retries: triggering a hook twice may create two action tasks.
+    hooks_once: Any = None
     session: requests.Session = field(repr=False, default_factory=requests.Session)
 
     def artifact_url(self, task_id: str, name: str) -> str:
@@ -188,7 +191,7 @@ class TaskclusterClients:
     def latest_artifact(self, task_id: str, name: str) -> bytes:
         """The bytes of a task's latest artifact, following the queue's redirect."""
         url = self.artifact_url(task_id, name)
-        transport: TransportOptions = self.queue.transport
+        transport = self.transport
         what = f"artifact {name} of task {task_id}"
         for attempt in range(transport.retries + 1):
             if attempt:
@@ -241,6 +244,8 @@ def taskcluster_clients(
         hooks=hooks,
         auth=auth,
         has_credentials=bool(client_id and access_token),
+        transport=transport,
+        hooks_once=single_attempt(hooks),
         session=session,
     )
 
@@ -267,3 +272,15 @@ def paginate(method: Callable[..., dict[str, Any]], *args: Any, key: str) -> Ite
         if not token:
             return
         query = {"continuationToken": token}
+
+
+def single_attempt(client: Any) -> Any:
+    """A copy of `client` that never retries: for calls that are unsafe to repeat blindly."""
+    copy = type(client)(dict(client.options))
+    copy.transport = TransportOptions(
+        timeout_seconds=client.transport.timeout_seconds,
+        retries=0,
+        backoff_seconds=client.transport.backoff_seconds,
+    )
+    copy.session = client.session
+    return copy

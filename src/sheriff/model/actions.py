@@ -81,6 +81,94 @@ def scope_satisfied(held: Iterable[str], required: str) -> bool:
     return False
 
 
+# JSON Schema keywords; any other key of a schema object is not part of the schema.
+_SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "id",
+        "$ref",
+        "$defs",
+        "definitions",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "dependencies",
+        "propertyNames",
+        "items",
+        "additionalItems",
+        "contains",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions", "$defs"})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "items"})
+_SUBSCHEMAS = frozenset(
+    {"items", "additionalItems", "additionalProperties", "contains", "propertyNames"}
+    | {"not", "if", "then", "else"}
+)
+
+
+def repair_schema(schema: Any) -> Any:
+    """The schema Gecko meant where it misplaced `properties` (as in `retrigger-multiple`).
+
+    Gecko publishes `retrigger-multiple` with an item schema of `{additionalProperties:
+    false, tasks: {...}, times: {...}}`: the property schemas sit beside the keyword
+    instead of under `properties`, so read literally it forbids every key and no input
+    could ever be valid. Where an object schema has `additionalProperties: false`, no
+    `properties`, and non-keyword keys whose values are schemas, those keys are read as
+    its properties. Every other schema is returned unchanged.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    repaired: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            repaired[key] = {name: repair_schema(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            repaired[key] = [repair_schema(sub) for sub in value]
+        elif key in _SCHEMA_KEYWORDS and key not in _SUBSCHEMAS:
+            repaired[key] = value
+        else:
+            repaired[key] = repair_schema(value)
+    misplaced = [
+        key
+        for key, value in repaired.items()
+        if key not in _SCHEMA_KEYWORDS and isinstance(value, dict)
+    ]
+    if repaired.get("additionalProperties") is False and "properties" not in repaired and misplaced:
+        repaired["properties"] = {key: repaired.pop(key) for key in misplaced}
+    return repaired
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per JSON value, so equal inputs compare and hash equal."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -132,9 +220,12 @@ def action_task_signature(definition: Mapping[str, Any]) -> ActionTaskSignature 
     except (TypeError, ValueError):
         return None
     name = tags.get("action") or env.get("ACTION_CALLBACK") or ""
-    task_id = env.get("ACTION_TASK_ID") or None
-    if isinstance(task_id, str) and task_id.startswith('"'):
-        task_id = json.loads(task_id)  # gecko's hook stores it JSON-encoded
+    raw_task_id = env.get("ACTION_TASK_ID")
+    try:
+        # In-tree action hooks store it JSON-encoded (`"abc…"` or `null`).
+        task_id = json.loads(raw_task_id) if raw_task_id else None
+    except ValueError:
+        task_id = raw_task_id
     return ActionTaskSignature(name=name, task_id=task_id, input=input)
 
 
