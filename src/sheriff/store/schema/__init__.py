@@ -6,6 +6,7 @@ fails CI.
 """
 
 from sheriff.store.schema.actions import action_request
+from sheriff.store.schema.backfill import backfill_record, backfill_report
 from sheriff.store.schema.base import metadata
 from sheriff.store.schema.core import (
     job,
@@ -26,6 +27,8 @@ from sheriff.store.schema.triage import run_observation, triage_case
 
 __all__ = [
     "action_request",
+    "backfill_record",
+    "backfill_report",
     "job",
     "job_group",
     "job_type",

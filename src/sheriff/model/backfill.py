@@ -1,0 +1,161 @@
+"""Culprit search, pure: per-push outcomes → culprit push, bisect planning, runs per push.
+
+A backfill looks at a window of pushes, oldest first, ending with the push where the
+regression was seen. Each push gets an outcome from the runs that ran the failing
+manifests there: `failing` as soon as one run shows a failure line of the regression,
+`clean` once enough runs passed without one (enough for the observed failure rate, so an
+intermittent regression is not taken for absent), else `unknown`. The culprit is the
+earliest failing push whose parent push is clean: the push right after the newest clean
+one, when it fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+# Gecko's backfill-task accepts at most 8 runs per push in one request.
+MAX_RUNS_PER_PUSH = 8
+
+
+class Outcome(StrEnum):
+    """What the runs on one push say about the regression."""
+
+    FAILING = "failing"
+    CLEAN = "clean"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PushRuns:
+    """The finished runs on one push that ran the failing manifests."""
+
+    reproduced: int = 0  # showed a failure line of the regression
+    clean: int = 0  # finished without one
+
+    @property
+    def finished(self) -> int:
+        return self.reproduced + self.clean
+
+
+def runs_needed(
+    fail_rate: float, *, miss_probability: float = 0.05, max_runs: int = MAX_RUNS_PER_PUSH
+) -> int:
+    """Runs on a push so that P(no reproduction | regression at `fail_rate`) < `miss_probability`.
+
+    (1 - r)^n < p  ⇔  n > log p / log(1 - r); a permanent failure needs one run.
+    """
+    if not 0.0 < miss_probability < 1.0:
+        raise ValueError(f"miss_probability must be in (0, 1), not {miss_probability}")
+    if fail_rate >= 1.0:
+        return 1
+    if fail_rate <= 0.0:
+        return max_runs
+    n = math.floor(math.log(miss_probability) / math.log(1.0 - fail_rate)) + 1
+    return max(1, min(max_runs, n))
+
+
+def estimate_fail_rate(reproduced: int, runs: int, *, floor: float = 0.2) -> float:
+    """The regression's failure rate from the runs on its own push, never below `floor`.
+
+    The original run is counted by the caller only if it is not what selected the case:
+    pass retriggers only, or the estimate is biased towards 1.
+    """
+    if runs <= 0:
+        return 1.0
+    return max(floor, min(1.0, reproduced / runs))
+
+
+def outcome(runs: PushRuns, needed: int) -> Outcome:
+    """A push's outcome given its finished runs and the runs needed to call it clean."""
+    if runs.reproduced > 0:
+        return Outcome.FAILING
+    if runs.clean >= needed:
+        return Outcome.CLEAN
+    return Outcome.UNKNOWN
+
+
+def find_culprit(outcomes: Sequence[Outcome]) -> int | None:
+    """Index of the culprit in `outcomes` (oldest first): the push after the newest clean one.
+
+    None while that push is not known to fail, or when no push in the window is clean.
+    """
+    newest_clean = _newest_clean(outcomes)
+    if newest_clean is None or newest_clean + 1 >= len(outcomes):
+        return None
+    return newest_clean + 1 if outcomes[newest_clean + 1] is Outcome.FAILING else None
+
+
+def _newest_clean(outcomes: Sequence[Outcome]) -> int | None:
+    # Only clean pushes below a failing one bound the search; the window ends failing.
+    last_failing = max((i for i, o in enumerate(outcomes) if o is Outcome.FAILING), default=None)
+    if last_failing is None:
+        return None
+    return max((i for i in range(last_failing) if outcomes[i] is Outcome.CLEAN), default=None)
+
+
+class Step(StrEnum):
+    """What a bisection needs next."""
+
+    TEST = "test"  # run the pushes in `BisectPlan.pushes`
+    EXTEND = "extend"  # even the oldest push fails: look further back
+    FOUND = "found"  # `BisectPlan.culprit` is the culprit
+    STUCK = "stuck"  # every push between clean and failing is untestable
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """The next step of a bisection over a window of pushes."""
+
+    step: Step
+    pushes: tuple[int, ...] = ()  # window indices to run
+    culprit: int | None = None
+
+
+def plan_bisect(
+    outcomes: Sequence[Outcome], untestable: frozenset[int] = frozenset()
+) -> BisectPlan:
+    """The next pushes to test so the suspect range halves each round.
+
+    `outcomes` covers the window oldest first and ends with the failing push. Indices in
+    `untestable` (the label did not run there, or its runs never came) are skipped. With no
+    clean push known yet the oldest push is tested too, to bound the range.
+    """
+    if not outcomes or outcomes[-1] is not Outcome.FAILING:
+        raise ValueError("a bisection window ends with the failing push")
+    culprit = find_culprit(outcomes)
+    if culprit is not None:
+        return BisectPlan(Step.FOUND, culprit=culprit)
+    good = _newest_clean(outcomes)
+    bad = min(
+        i for i, o in enumerate(outcomes) if o is Outcome.FAILING and (good is None or i > good)
+    )
+    wanted: list[int] = []
+    low = good
+    if good is None:
+        oldest = next((i for i in range(bad) if i not in untestable), None)
+        if oldest is None:
+            return BisectPlan(Step.EXTEND)
+        if outcomes[oldest] is Outcome.UNKNOWN:
+            wanted.append(oldest)
+        low = oldest
+    middle = _closest_to_middle(low, bad, outcomes, untestable | set(wanted))
+    if middle is not None:
+        wanted.append(middle)
+    if not wanted:
+        return BisectPlan(Step.STUCK)
+    return BisectPlan(Step.TEST, pushes=tuple(sorted(wanted)))
+
+
+def _closest_to_middle(
+    low: int, high: int, outcomes: Sequence[Outcome], skip: set[int] | frozenset[int]
+) -> int | None:
+    candidates = [
+        i for i in range(low + 1, high) if i not in skip and outcomes[i] is Outcome.UNKNOWN
+    ]
+    if not candidates:
+        return None
+    middle = (low + high) / 2
+    return min(candidates, key=lambda i: (abs(i - middle), i))

@@ -1,0 +1,118 @@
+"""Culprit search: runs per push, outcomes, culprit, bisect planning."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sheriff.model.backfill import (
+    BisectPlan,
+    Outcome,
+    PushRuns,
+    Step,
+    estimate_fail_rate,
+    find_culprit,
+    outcome,
+    plan_bisect,
+    runs_needed,
+)
+
+F, C, U = Outcome.FAILING, Outcome.CLEAN, Outcome.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("rate", "runs"), [(1.0, 1), (0.96, 1), (0.8, 2), (0.5, 5), (0.3, 8), (0.0, 8)]
+)
+def test_runs_needed_keeps_missing_an_intermittent_regression_unlikely(rate, runs) -> None:
+    assert runs_needed(rate) == runs
+
+
+@given(st.floats(min_value=0.32, max_value=1.0))
+def test_runs_needed_is_enough_and_not_more(rate: float) -> None:
+    n = runs_needed(rate)
+    assert (1 - rate) ** n < 0.05
+    assert n == 1 or (1 - rate) ** (n - 1) >= 0.05
+
+
+def test_runs_needed_rejects_a_meaningless_probability() -> None:
+    with pytest.raises(ValueError):
+        runs_needed(0.5, miss_probability=1.5)
+
+
+def test_fail_rate_from_retriggers_has_a_floor() -> None:
+    assert estimate_fail_rate(5, 5) == 1.0
+    assert estimate_fail_rate(2, 5) == pytest.approx(0.4)
+    assert estimate_fail_rate(0, 5) == 0.2
+    assert estimate_fail_rate(0, 0) == 1.0
+
+
+def test_outcome_needs_enough_clean_runs_but_one_reproduction() -> None:
+    assert outcome(PushRuns(reproduced=1, clean=7), 5) is F
+    assert outcome(PushRuns(clean=4), 5) is U
+    assert outcome(PushRuns(clean=5), 5) is C
+    assert outcome(PushRuns(), 1) is U
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "culprit"),
+    [
+        ([C, C, F, F], 2),
+        ([C, U, F], None),  # the push after the newest clean one is not known to fail
+        ([F, F, F], None),  # nothing clean: the culprit is older than the window
+        ([C, F, C, F, F], 3),  # the newest clean push bounds the search
+        ([U, C, F], 2),
+        ([C, F, C, U], 1),  # only clean pushes below a failing one count
+    ],
+)
+def test_culprit_is_the_failing_push_after_the_newest_clean_one(outcomes, culprit) -> None:
+    assert find_culprit(outcomes) == culprit
+
+
+def test_bisect_bounds_the_range_and_tests_the_middle_first() -> None:
+    plan = plan_bisect([U] * 20 + [F])
+    assert plan == BisectPlan(Step.TEST, pushes=(0, 10))
+
+
+def test_bisect_halves_between_clean_and_failing() -> None:
+    window = [C] + [U] * 9 + [F] + [U] * 9 + [F]
+    assert plan_bisect(window).pushes == (5,)
+
+
+def test_bisect_extends_when_the_oldest_push_fails() -> None:
+    assert plan_bisect([F, U, U, F]).step is Step.EXTEND
+
+
+def test_bisect_skips_untestable_pushes() -> None:
+    window = [C, U, U, U, F]
+    assert plan_bisect(window, frozenset({2})).pushes in {(1,), (3,)}
+    assert plan_bisect(window, frozenset({1, 2, 3})).step is Step.STUCK
+
+
+def test_bisect_finds_the_culprit() -> None:
+    assert plan_bisect([C, C, F, U, F]) == BisectPlan(Step.FOUND, culprit=2)
+
+
+def test_bisect_needs_a_failing_push_at_the_end() -> None:
+    with pytest.raises(ValueError):
+        plan_bisect([C, U])
+
+
+@given(
+    size=st.integers(min_value=2, max_value=40),
+    data=st.data(),
+)
+def test_bisect_converges_on_the_true_culprit(size: int, data: st.DataObject) -> None:
+    culprit = data.draw(st.integers(min_value=1, max_value=size - 1))
+    truth = [C if i < culprit else F for i in range(size)]
+    outcomes = [U] * (size - 1) + [F]
+    rounds = 0
+    while True:
+        plan = plan_bisect(outcomes)
+        if plan.step is Step.FOUND:
+            break
+        assert plan.step is Step.TEST
+        for i in plan.pushes:
+            outcomes[i] = truth[i]
+        rounds += 1
+        assert rounds <= size
+    assert plan.culprit == culprit
+    assert rounds <= size.bit_length() + 1
