@@ -1,0 +1,57 @@
+"""`sheriff sim`: the CI simulator (Taskcluster + Treeherder over HTTP, playing a scenario)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sheriff.cli.app import app
+
+sim_app = typer.Typer(help="The built-in CI simulator.", no_args_is_help=True)
+app.add_typer(sim_app, name="sim")
+
+
+@sim_app.command("serve")
+def serve(
+    scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
+    port: int = typer.Option(8010, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    pulse_url: str | None = typer.Option(
+        None,
+        "--pulse-url",
+        help="AMQP URL to publish task-* messages to (e.g. amqp://guest:guest@127.0.0.1:5672//).",
+    ),
+    advance_every: float = typer.Option(
+        0.0,
+        "--advance-every",
+        help="Also advance the virtual clock by this many minutes per wall-clock second "
+        "(0: only on request).",
+    ),
+) -> None:
+    """Serve Taskcluster and Treeherder for a scenario under one root URL until interrupted."""
+    import time
+
+    from rich.console import Console
+
+    from sheriff.sim.scenario import load_scenario
+    from sheriff.sim.server import SimServer
+
+    console = Console(stderr=True)
+    with console.status(f"loading {scenario}"):
+        loaded = load_scenario(scenario)
+        sim = SimServer(loaded, port=port, pulse_url=pulse_url)
+    sim.start()
+    try:
+        console.print(
+            f"{loaded.name}: serving at {sim.root_url} (virtual time {sim.now:%Y-%m-%d %H:%M}Z); "
+            f"advance with POST {sim.root_url}/__sim__/advance?minutes=N; Ctrl-C stops"
+        )
+        typer.echo(sim.root_url)
+        while True:
+            time.sleep(1)
+            if advance_every > 0:
+                sim.advance(advance_every)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.stop()

@@ -1,0 +1,187 @@
+"""Artifacts, rendered on request from the run's drawn outcome (nothing is stored)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sheriff.sim import draws
+from sheriff.sim.catalog import render_message
+from sheriff.sim.entities import Failure, Run, Task
+from sheriff.sim.world import World
+
+LIVE_LOG = "public/logs/live_backing.log"
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    name: str
+    content_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class FailureLine:
+    """One error line of a run's log, as Treeherder's parser would extract it."""
+
+    line_number: int
+    text: str  # without the log's timestamp prefix: what bug_suggestions calls `search`
+    test: str | None
+
+
+def errorsummary_name(world: World, task: Task) -> str:
+    assert task.spec is not None
+    return f"public/test_info/{world.scenario.suites[task.spec.suite].name}_errorsummary.log"
+
+
+def artifacts(world: World, task: Task, run: Run) -> list[Artifact]:
+    """The artifacts a run has uploaded (only once it resolved, as workers upload at the end)."""
+    if run.resolved is None:
+        return []
+    if run.reason_resolved == "canceled":
+        return [Artifact(LIVE_LOG, "text/plain; charset=utf-8")]
+    found = [Artifact(LIVE_LOG, "text/plain; charset=utf-8")]
+    if task.kind == "decision-task":
+        found += [
+            Artifact("public/actions.json", "application/json"),
+            Artifact("public/label-to-taskid.json", "application/json"),
+            Artifact("public/manifests-by-task.json.gz", "application/gzip"),
+            Artifact("public/parameters.yml", "text/yaml"),
+            Artifact("public/tests-by-manifest.json.gz", "application/gzip"),
+        ]
+    elif task.kind == "test" and run.outcome.infra is None:
+        found.append(Artifact(errorsummary_name(world, task), "text/plain; charset=utf-8"))
+    return sorted(found, key=lambda a: a.name)
+
+
+def render(world: World, task: Task, run: Run, name: str) -> bytes | None:
+    """The bytes of one artifact, or None when the run has no such artifact."""
+    if name not in {a.name for a in artifacts(world, task, run)}:
+        return None
+    if name == LIVE_LOG:
+        return live_log(world, task, run).encode()
+    if name.endswith("_errorsummary.log"):
+        return errorsummary(world, task, run).encode()
+    from sheriff.sim import decision
+
+    return decision.artifact(world, task, name)
+
+
+def failure_lines(world: World, task: Task, run: Run) -> list[FailureLine]:
+    """The error lines of a run's log, with their line numbers in `live_backing.log`."""
+    return _log(world, task, run)[1]
+
+
+def _message(world: World, task: Task, run: Run, failure: Failure) -> str:
+    mode = world.catalog.failure_mode(failure.test)
+    return render_message(mode, world.seed, task.task_id, run.run_id, failure.test)
+
+
+def _log(world: World, task: Task, run: Run) -> tuple[list[str], list[FailureLine]]:
+    started = world.time_of(run.started if run.started is not None else run.scheduled)
+    header = [
+        "[taskcluster 0.000Z] Task ID: " + task.task_id,
+        "[taskcluster 0.000Z] Worker Group: " + str(run.worker_group),
+        "[taskcluster 0.000Z] Worker ID: " + str(run.worker_id),
+        "[taskcluster 0.000Z] === Task Starting ===",
+    ]
+    lines = list(header)
+    errors: list[FailureLine] = []
+    rng = draws.rng(world.seed, "log", task.task_id, run.run_id)
+    elapsed = 0.0
+
+    def stamp() -> str:
+        nonlocal elapsed
+        elapsed += rng.random() * 20
+        return (started + timedelta(seconds=elapsed)).strftime("%H:%M:%S")
+
+    if task.kind == "test":
+        for manifest in task.manifests:
+            lines.append(f"{stamp()}     INFO - TEST-START | {manifest}")
+        for failure in run.outcome.failures:
+            mode = world.catalog.failure_mode(failure.test)
+            text = f"TEST-UNEXPECTED-{mode.status} | {failure.test} | "
+            text += _message(world, task, run, failure)
+            lines.append(f"{stamp()}     INFO - {text}")
+            errors.append(FailureLine(len(lines), text, failure.test))
+            if mode.crash_signature:
+                offset = rng.getrandbits(20)
+                crash = f"PROCESS-CRASH | application crashed [@ {mode.crash_signature} + "
+                crash += f"0x{offset:x}] | {failure.test}"
+                lines.append(f"{stamp()}  WARNING -  {crash}")
+                errors.append(FailureLine(len(lines), crash, failure.test))
+        if run.outcome.infra is not None:
+            text = "Automation Error: mozprocess timed out after 1800 seconds running the harness"
+            lines.append(f"{stamp()}    ERROR - {text}")
+            errors.append(FailureLine(len(lines), text, None))
+    code = {"completed": 0, "failed": 1}.get(run.state, -1)
+    lines.append(f"[taskcluster {stamp()}] === Task Finished === exit code {code}")
+    return lines, errors
+
+
+def live_log(world: World, task: Task, run: Run) -> str:
+    return "\n".join(_log(world, task, run)[0]) + "\n"
+
+
+def errorsummary(world: World, task: Task, run: Run) -> str:
+    """A mozlog errorsummary: test_groups, test_result per failure, crash, group_result."""
+    assert task.spec is not None
+    rng = draws.rng(world.seed, "errorsummary", task.task_id, run.run_id)
+    records: list[dict[str, Any]] = [
+        {"action": "test_groups", "line": 2, "groups": list(task.manifests)}
+    ]
+    failed_groups: set[str] = set()
+    line = 10
+    test_manifest = world.catalog.test_manifest
+    for failure in run.outcome.failures:
+        mode = world.catalog.failure_mode(failure.test)
+        group = test_manifest[failure.test]
+        failed_groups.add(group)
+        line += rng.randrange(20, 400)
+        records.append(
+            {
+                "action": "test_result",
+                "test": failure.test,
+                "subtest": None,
+                "group": group,
+                "status": mode.status,
+                "expected": "PASS",
+                "message": _message(world, task, run, failure),
+                "stack": None,
+                "modifiers": "",
+                "known_intermittent": [],
+                "duration": rng.randrange(200, 90_000),
+                "line": line,
+            }
+        )
+        if mode.crash_signature:
+            records.append(
+                {
+                    "action": "crash",
+                    "test": failure.test,
+                    "signature": mode.crash_signature,
+                    "minidump_path": f"/tmp/tmp{rng.getrandbits(32):08x}/minidumps/"
+                    f"{draws.slug(world.seed, 'dump', task.task_id, run.run_id)}.dmp",
+                    "group": group,
+                    "line": line + 1,
+                }
+            )
+    line += 50
+    for manifest in task.manifests:
+        records.append(
+            {
+                "action": "group_result",
+                "group": manifest,
+                "status": "ERROR" if manifest in failed_groups else "OK",
+                "duration": rng.randrange(5_000, 600_000),
+                "line": line,
+            }
+        )
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def gz_json(value: Any) -> bytes:
+    """Gzipped JSON with a fixed mtime, so the bytes are the same on every request."""
+    return gzip.compress(json.dumps(value, sort_keys=True).encode(), mtime=0)

@@ -1,0 +1,118 @@
+"""The simulated world's records: pushes, tasks, runs and Treeherder jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+INFRA_EXCEPTION = "exception"  # the run resolves `exception` and Taskcluster retries it
+INFRA_NO_SUMMARY = "no-summary"  # the run fails without an errorsummary artifact
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSpec:
+    """One label of a push's full task graph: where it runs and which manifests."""
+
+    label: str
+    platform: int
+    suite: int
+    chunk: int
+    manifests: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A test that failed in a run, and why (None: flaky; else the regression's index)."""
+
+    test: str
+    regression: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a run will do, drawn when the run is created."""
+
+    state: str  # completed | failed | exception
+    duration: float
+    wait: float
+    infra: str | None = None
+    failures: tuple[Failure, ...] = ()
+
+
+@dataclass(slots=True)
+class Run:
+    """One run of a task, with the fields Taskcluster shows once they happened."""
+
+    run_id: int
+    reason_created: str
+    scheduled: float
+    outcome: Outcome
+    state: str = "pending"
+    started: float | None = None
+    resolved: float | None = None
+    reason_resolved: str | None = None
+    worker_group: str | None = None
+    worker_id: str | None = None
+
+
+@dataclass(slots=True)
+class Push:
+    """A push to the repository and its decision task."""
+
+    index: int
+    revision: str
+    pushlog_id: int
+    push_id: int
+    time: float
+    author: str
+    decision_task_id: str
+    graph: dict[str, LabelSpec]
+    scheduled: list[str]
+    regressions: list[int]
+    label_copies: dict[str, int] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Task:
+    """A Taskcluster task: a decision task, a test task or an action task."""
+
+    task_id: str
+    kind: str  # decision-task | test | action-callback
+    push: Push
+    label: str
+    created: float
+    parent: str
+    spec: LabelSpec | None = None
+    manifests: tuple[str, ...] = ()
+    copy: int = 0
+    action: str | None = None  # callback name of the action that created this task
+    symbol_suffix: str = ""
+    group_suffix: str = ""
+    action_info: dict[str, Any] | None = None  # for action tasks: the rendered hook task
+    retries: int = 5
+    runs: list[Run] = field(default_factory=list)
+    classified: bool = False
+    definition_json: str | None = None
+    status_json: str | None = None
+
+    @property
+    def state(self) -> str:
+        return self.runs[-1].state if self.runs else "unscheduled"
+
+    @property
+    def retries_left(self) -> int:
+        return self.retries - sum(1 for r in self.runs if r.reason_created == "retry")
+
+
+@dataclass(slots=True)
+class Job:
+    """Treeherder's record of one resolved run, once ingested."""
+
+    job_id: int
+    task: Task
+    run_id: int
+    ingested: float
+    parsed: float
+    parse_failed: bool
+    classification: int

@@ -1,0 +1,456 @@
+"""The simulated CI: pushes, decision tasks, test runs and Treeherder, on a virtual clock.
+
+Time moves only in `advance`. Every outcome is drawn from the scenario seed and the
+entity it belongs to (push, label, copy, run), never from the order of requests, so two
+plays of one scenario agree whatever their clients ask.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sheriff.errors import SheriffError
+from sheriff.sim import draws
+from sheriff.sim.catalog import Catalog
+from sheriff.sim.entities import (
+    INFRA_EXCEPTION,
+    INFRA_NO_SUMMARY,
+    Failure,
+    Job,
+    LabelSpec,
+    Outcome,
+    Push,
+    Run,
+    Task,
+)
+from sheriff.sim.scenario import Scenario
+
+DECISION_LABEL = "Gecko Decision Task"
+_AUTHORS = ("ahal", "jmaher", "aryx", "sylvestre", "emilio", "jrmuizel", "mstange", "nika")
+_WORKER_GROUPS = {"linux": "us-central1-b", "windows": "us-east1-c", "macosx": "mdc1"}
+Transition = Callable[["World", str, Task, Run], None]
+
+
+class WorldError(SheriffError):
+    """A request the simulated CI refuses (unknown task, bad action input)."""
+
+
+def platform_os(platform: str) -> str:
+    """Taskcluster's `tags.os` for a machine platform."""
+    if platform.startswith("windows"):
+        return "windows"
+    if platform.startswith("macosx"):
+        return "macosx"
+    return "linux"
+
+
+class World:
+    """Everything the simulated CI knows, advanced by a virtual clock."""
+
+    def __init__(self, scenario: Scenario, listeners: list[Transition] | None = None) -> None:
+        self.scenario = scenario
+        self.seed = scenario.seed
+        self.catalog = Catalog(scenario)
+        self.start = scenario.start
+        self.minutes = 0.0
+        self.lock = threading.RLock()
+        self.pushes: list[Push] = []
+        self.tasks: dict[str, Task] = {}
+        self.groups: dict[str, list[Task]] = {}
+        self.index: dict[str, str] = {}
+        self.jobs: dict[int, Job] = {}
+        self.jobs_by_task: dict[str, list[Job]] = {}
+        self.transitions: list[Transition] = list(listeners or [])
+        self.action_created: Counter[tuple[int, str]] = Counter()
+        self.hooks_triggered = 0
+        self._events: list[tuple[float, int, str, Any]] = []
+        self._sequence = 0
+        self._next_job_id = 1
+        self._static_chunks: dict[int, list[tuple[str, ...]]] = {}
+        for i in range(scenario.pushes):
+            self._at(i * scenario.push_interval_minutes, "push", i)
+        self.advance(0)
+
+    # -- the clock ---------------------------------------------------------------------
+
+    @property
+    def now(self) -> datetime:
+        """The virtual time."""
+        return self.start + timedelta(minutes=self.minutes)
+
+    def time_of(self, minutes: float) -> datetime:
+        return self.start + timedelta(minutes=minutes)
+
+    def iso(self, minutes: float) -> str:
+        """Taskcluster's timestamp format (milliseconds, `Z`)."""
+        return self.time_of(minutes).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    def advance(self, minutes: float = 0.0) -> None:
+        """Play every event up to `minutes` from now, in time order."""
+        if minutes < 0:
+            raise WorldError("the virtual clock only moves forward")
+        with self.lock:
+            target = self.minutes + minutes
+            while self._events and self._events[0][0] <= target:
+                when, _, kind, subject = heapq.heappop(self._events)
+                self.minutes = max(self.minutes, when)
+                getattr(self, f"_on_{kind.replace('-', '_')}")(subject)
+            self.minutes = target
+
+    def advance_to(self, when: datetime) -> None:
+        """Advance the clock to a given time (no-op when it has passed)."""
+        delta = (when.astimezone(UTC) - self.now).total_seconds() / 60
+        self.advance(max(0.0, delta))
+
+    @property
+    def finished(self) -> bool:
+        """True once every push has arrived and nothing is left to happen."""
+        return not self._events
+
+    def _at(self, when: float, kind: str, subject: Any) -> None:
+        self._sequence += 1
+        heapq.heappush(self._events, (when, self._sequence, kind, subject))
+
+    # -- pushes and decision tasks -------------------------------------------------------
+
+    def _on_push(self, index: int) -> None:
+        scenario = self.scenario
+        revision = draws.revision(self.seed, "push", index)
+        decision_id = draws.slug(self.seed, "decision", index)
+        graph = self._full_graph(index)
+        scheduled = [
+            label
+            for label in graph
+            if draws.unit(self.seed, "scheduled", index, label) < scenario.schedule_fraction
+        ]
+        active = [
+            i
+            for i, r in enumerate(scenario.regressions)
+            if r.push <= index and (r.fixed_at is None or index < r.fixed_at)
+        ]
+        author = _AUTHORS[int(draws.unit(self.seed, "author", index) * len(_AUTHORS))]
+        push = Push(
+            index=index,
+            revision=revision,
+            pushlog_id=160_000 + index,
+            push_id=1_500_000 + index,
+            time=self.minutes,
+            author=f"{author}@mozilla.com",
+            decision_task_id=decision_id,
+            graph=graph,
+            scheduled=scheduled,
+            regressions=active,
+        )
+        self.pushes.append(push)
+        task = Task(
+            task_id=decision_id,
+            kind="decision-task",
+            push=push,
+            label=DECISION_LABEL,
+            created=self.minutes,
+            parent=decision_id,
+        )
+        duration = 3.0 + draws.unit(self.seed, "decision-time", index) * 3.0
+        self._add_task(task, Outcome("completed", duration=duration, wait=0.5))
+
+    def _on_decision_done(self, task: Task) -> None:
+        push = task.push
+        for label in push.scheduled:
+            spec = push.graph[label]
+            self.create_test_task(push, spec, parent=push.decision_task_id)
+        repo = self.scenario.repository
+        self.index[f"gecko.v2.{repo}.revision.{push.revision}.taskgraph.decision"] = task.task_id
+        self.index[f"gecko.v2.{repo}.pushlog-id.{push.pushlog_id}.decision"] = task.task_id
+        self.index[f"gecko.v2.{repo}.latest.taskgraph.decision"] = task.task_id
+
+    def _full_graph(self, index: int) -> dict[str, LabelSpec]:
+        graph: dict[str, LabelSpec] = {}
+        for p, platform in enumerate(self.scenario.platforms):
+            for s, catalog in enumerate(self.catalog.suites):
+                suite = catalog.suite
+                chunks = self._chunks(s, p, index)
+                for c in range(1, suite.chunks + 1):
+                    suffix = f"-{c}" if suite.chunks > 1 else ""
+                    label = f"test-{platform.platform}/{platform.collection}-{suite.name}{suffix}"
+                    graph[label] = LabelSpec(label, p, s, c, chunks[c - 1])
+        return graph
+
+    def _chunks(self, suite: int, platform: int, push: int) -> list[tuple[str, ...]]:
+        catalog = self.catalog.suites[suite]
+        if not self.scenario.dynamic_chunking:
+            cached = self._static_chunks.get(suite)
+            if cached is None:
+                cached = self._static_chunks[suite] = _deal(
+                    catalog.manifests, catalog.suite.chunks, draws.rng(self.seed, "chunks", suite)
+                )
+            return cached
+        rng = draws.rng(self.seed, "chunks", suite, platform, push)
+        return _deal(catalog.manifests, catalog.suite.chunks, rng)
+
+    # -- tasks and runs -----------------------------------------------------------------
+
+    def create_test_task(
+        self,
+        push: Push,
+        spec: LabelSpec,
+        *,
+        parent: str,
+        action: str | None = None,
+        manifests: tuple[str, ...] | None = None,
+        symbol_suffix: str = "",
+        group_suffix: str = "",
+    ) -> Task:
+        """Create a test task of `spec`'s label on `push`, pending now."""
+        copy = push.label_copies.get(spec.label, 0)
+        push.label_copies[spec.label] = copy + 1
+        task = Task(
+            task_id=draws.slug(self.seed, "task", push.index, spec.label, copy),
+            kind="test",
+            push=push,
+            label=spec.label,
+            created=self.minutes,
+            parent=parent,
+            spec=spec,
+            manifests=spec.manifests if manifests is None else manifests,
+            copy=copy,
+            action=action,
+            symbol_suffix=symbol_suffix,
+            group_suffix=group_suffix,
+        )
+        if action is None:
+            task.classified = (
+                draws.unit(self.seed, "classified", push.index, spec.label)
+                < self.scenario.classified_fraction
+            )
+        else:
+            self.action_created[(push.index, spec.label)] += 1
+        self._add_task(task, self._draw_outcome(task, 0))
+        return task
+
+    def _add_task(self, task: Task, outcome: Outcome) -> None:
+        self.tasks[task.task_id] = task
+        self.groups.setdefault(task.push.decision_task_id, []).append(task)
+        self._new_run(task, "scheduled", outcome)
+
+    def _new_run(self, task: Task, reason: str, outcome: Outcome) -> None:
+        run = Run(
+            run_id=len(task.runs), reason_created=reason, scheduled=self.minutes, outcome=outcome
+        )
+        task.runs.append(run)
+        task.status_json = None
+        self._at(self.minutes + outcome.wait, "start", (task, run))
+        self._emit("task-pending", task, run)
+
+    def _on_start(self, subject: tuple[Task, Run]) -> None:
+        task, run = subject
+        if run.state != "pending":
+            return  # cancelled meanwhile
+        run.state = "running"
+        run.started = self.minutes
+        family = platform_os(self._platform_name(task))
+        run.worker_group = _WORKER_GROUPS.get(family, "us-central1-b")
+        run.worker_id = draws.slug(self.seed, "worker", task.task_id, run.run_id)[:12].lower()
+        task.status_json = None
+        self._at(self.minutes + run.outcome.duration, "resolve", (task, run))
+        self._emit("task-running", task, run)
+
+    def _on_resolve(self, subject: tuple[Task, Run]) -> None:
+        task, run = subject
+        if run.state != "running":
+            return
+        outcome = run.outcome
+        keys = (task.task_id, run.run_id)
+        if task.kind == "decision-task":
+            self._on_decision_done(task)
+        elif task.kind == "action-callback":
+            from sheriff.sim.actions import run_action_callback
+
+            if not run_action_callback(self, task):
+                outcome = Outcome("failed", outcome.duration, outcome.wait)
+                run.outcome = outcome
+        run.state = outcome.state
+        run.resolved = self.minutes
+        if outcome.state == "exception":
+            pick = draws.unit(self.seed, "exception-reason", *keys) < 0.5
+            run.reason_resolved = "worker-shutdown" if pick else "claim-expired"
+        else:
+            run.reason_resolved = outcome.state
+        task.status_json = None
+        self._emit(f"task-{outcome.state}", task, run)
+        if outcome.state == "exception" and task.retries_left > 0:
+            self._new_run(task, "retry", self._draw_outcome(task, run.run_id + 1))
+        self._schedule_ingestion(task, run)
+
+    def cancel(self, task_id: str) -> Task:
+        """Cancel a task as `queue.cancelTask` does: an unresolved run ends `exception`."""
+        with self.lock:
+            task = self.task(task_id)
+            run = task.runs[-1] if task.runs else None
+            if run is not None and run.state in ("pending", "running"):
+                run.state = "exception"
+                run.reason_resolved = "canceled"
+                run.resolved = self.minutes
+                task.status_json = None
+                self._emit("task-exception", task, run)
+                self._schedule_ingestion(task, run)
+            return task
+
+    def task(self, task_id: str) -> Task:
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise WorldError(f"no task {task_id}")
+        return task
+
+    def add_action_task(self, push: Push, task: Task) -> None:
+        """Create an action task (from a triggered hook) that runs a few virtual minutes."""
+        duration = 2.0 + draws.unit(self.seed, "action-time", task.task_id) * 2.0
+        self.hooks_triggered += 1
+        self._add_task(task, Outcome("completed", duration=duration, wait=0.5))
+
+    def _platform_name(self, task: Task) -> str:
+        if task.spec is None:
+            return "gecko-decision"
+        return self.scenario.platforms[task.spec.platform].platform
+
+    # -- outcomes -----------------------------------------------------------------------
+
+    def _draw_outcome(self, task: Task, run_id: int) -> Outcome:
+        assert task.spec is not None
+        seed = self.seed
+        keys = (task.push.index, task.label, task.copy, run_id)
+        suite = self.scenario.suites[task.spec.suite]
+        low, high = suite.duration_minutes
+        duration = low + draws.unit(seed, "duration", *keys) * (high - low)
+        wait = 0.5 + draws.unit(seed, "wait", *keys) * 4.5
+        if draws.unit(seed, "infra", *keys) < self.scenario.infra_failure_rate:
+            kind = (
+                INFRA_EXCEPTION if draws.unit(seed, "infra-kind", *keys) < 0.5 else INFRA_NO_SUMMARY
+            )
+            state = "exception" if kind == INFRA_EXCEPTION else "failed"
+            # An infrastructure failure cuts the run short.
+            return Outcome(state, duration * draws.unit(seed, "cut", *keys), wait, infra=kind)
+        failures: dict[str, Failure] = {}
+        platform = self.scenario.platforms[task.spec.platform].platform
+        regressions = self.scenario.regressions
+        for manifest in task.manifests:
+            for test, rate in self.catalog.flaky.get(manifest, ()):
+                if draws.unit(seed, "flake", *keys, test) < rate:
+                    failures[test] = Failure(test, None)
+            for r in task.push.regressions:
+                regression = regressions[r]
+                if regression.platforms != "all" and platform not in regression.platforms:
+                    continue
+                for test in self.catalog.regressed[r].get(manifest, ()):
+                    if draws.unit(seed, "regress", *keys, test) < regression.fail_rate:
+                        failures[test] = Failure(test, r)
+        state = "failed" if failures else "completed"
+        return Outcome(state, duration, wait, failures=tuple(failures[t] for t in sorted(failures)))
+
+    # -- Treeherder ---------------------------------------------------------------------
+
+    def _schedule_ingestion(self, task: Task, run: Run) -> None:
+        th = self.scenario.treeherder
+        keys = (task.task_id, run.run_id)
+        low, high = th.ingest_delay_minutes
+        ingest = low + draws.unit(self.seed, "ingest", *keys) * (high - low)
+        self._at(self.minutes + ingest, "ingest", (task, run))
+
+    def _on_ingest(self, subject: tuple[Task, Run]) -> None:
+        task, run = subject
+        th = self.scenario.treeherder
+        keys = (task.task_id, run.run_id)
+        low, high = th.parse_delay_minutes
+        parse = low + draws.unit(self.seed, "parse", *keys) * (high - low)
+        failed = draws.unit(self.seed, "parse-failed", *keys) < th.parse_failure_rate
+        classification = 4 if task.classified and run.state == "failed" else 1
+        job = Job(
+            self._next_job_id,
+            task,
+            run.run_id,
+            self.minutes,
+            self.minutes + parse,
+            failed,
+            classification,
+        )
+        self._next_job_id += 1
+        self.jobs[job.job_id] = job
+        self.jobs_by_task.setdefault(task.task_id, []).append(job)
+        task.push.jobs.append(job)
+
+    # -- listeners, truth and counters ----------------------------------------------------
+
+    def _emit(self, exchange: str, task: Task, run: Run) -> None:
+        for listener in self.transitions:
+            listener(self, exchange, task, run)
+
+    def push_by_revision(self, revision: str) -> Push | None:
+        return next((p for p in self.pushes if p.revision == revision), None)
+
+    def truth(self) -> dict[str, Any]:
+        """Ground truth: every failed original test run (a case) and every regression's culprit."""
+        with self.lock:
+            cases: dict[str, Any] = {}
+            for task in self.tasks.values():
+                if task.kind != "test" or task.action is not None:
+                    continue
+                if task.state not in ("failed", "exception"):
+                    continue
+                run = task.runs[-1]
+                outcome = run.outcome
+                if outcome.infra or run.state == "exception":
+                    verdict = "infra"
+                elif any(f.regression is not None for f in outcome.failures):
+                    verdict = "regression"
+                else:
+                    verdict = "intermittent"
+                cases[task.task_id] = {
+                    "truth": verdict,
+                    "push": task.push.revision,
+                    "push_index": task.push.index,
+                    "label": task.label,
+                    "state": task.state,
+                    "infra": outcome.infra or ("exception" if run.state == "exception" else None),
+                    "classified": task.classified,
+                    "failures": [
+                        {
+                            "test": f.test,
+                            "cause": "intermittent" if f.regression is None else "regression",
+                            "regression": f.regression,
+                        }
+                        for f in outcome.failures
+                    ],
+                }
+            regressions = []
+            for i, r in enumerate(self.scenario.regressions):
+                tests = sorted(t for ts in self.catalog.regressed[i].values() for t in ts)
+                regressions.append(
+                    {
+                        "index": i,
+                        "culprit_push": r.push,
+                        "culprit_revision": draws.revision(self.seed, "push", r.push),
+                        "fixed_at": r.fixed_at,
+                        "tests": tests,
+                        "platforms": r.platforms,
+                        "fail_rate": r.fail_rate,
+                    }
+                )
+            return {"scenario": self.scenario.name, "cases": cases, "regressions": regressions}
+
+    def action_counts(self) -> list[dict[str, Any]]:
+        """Tasks created by actions, per (push, label)."""
+        with self.lock:
+            return [
+                {"push": self.pushes[p].revision, "push_index": p, "label": label, "tasks": n}
+                for (p, label), n in sorted(self.action_created.items())
+            ]
+
+
+def _deal(manifests: tuple[str, ...], chunks: int, rng: Any) -> list[tuple[str, ...]]:
+    order = list(manifests)
+    rng.shuffle(order)
+    return [tuple(sorted(order[c::chunks])) for c in range(chunks)]
