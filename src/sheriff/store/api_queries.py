@@ -1,0 +1,495 @@
+"""Read queries behind the REST API and the dashboard: pages of pushes, jobs and verdicts.
+
+Every function takes an open connection and returns plain dicts ready to serialise;
+pages are (offset, count) windows in a stable order. Manifests and test paths are fetched
+per page with one query each, never per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.store.schema import (
+    job,
+    job_group,
+    job_type,
+    manifest,
+    manifest_set_member,
+    manifest_test,
+    platform,
+    push,
+    repository,
+    run_observation,
+    task_queue,
+    test_path,
+    triage_case,
+)
+
+# Treeherder's results that mean "this run failed".
+FAILED_RESULTS = ("testfailed", "busted", "exception")
+
+# A case without a verdict yet is shown as `pending`.
+PENDING = "pending"
+
+_build_platform = platform.alias("build_platform")
+_machine_platform = platform.alias("machine_platform")
+
+
+def utc(moment: datetime | None) -> datetime | None:
+    """Stored times are UTC; SQLite hands them back naive."""
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _as_stored(conn: sa.Connection, moment: datetime) -> datetime:
+    # SQLite compares stored naive UTC text; an aware bound would not compare correctly.
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment
+    return (
+        moment.replace(tzinfo=None) if conn.dialect.name == "sqlite" else moment.replace(tzinfo=UTC)
+    )
+
+
+def repository_id(conn: sa.Connection, name: str) -> int | None:
+    return conn.execute(sa.select(repository.c.id).where(repository.c.name == name)).scalar()
+
+
+def repositories(conn: sa.Connection) -> list[str]:
+    return list(conn.execute(sa.select(repository.c.name).order_by(repository.c.name)).scalars())
+
+
+# -- pushes --------------------------------------------------------------------------------
+
+
+def _push_row(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "revision": row.revision,
+        "pushlog_id": row.pushlog_id,
+        "author": row.author,
+        "push_time": utc(row.push_time),
+        "decision_task_id": row.decision_task_id,
+    }
+
+
+def list_pushes(
+    conn: sa.Connection, repo_id: int, *, offset: int = 0, count: int = 20
+) -> list[dict[str, Any]]:
+    """Pushes of a repository, newest first, each with its job, failure and verdict counts."""
+    rows = conn.execute(
+        sa.select(push)
+        .where(push.c.repository_id == repo_id)
+        .order_by(push.c.push_time.desc(), push.c.id.desc())
+        .offset(offset)
+        .limit(count)
+    ).all()
+    pushes = [_push_row(r) for r in rows]
+    _add_push_counts(conn, pushes)
+    return pushes
+
+
+def get_push(conn: sa.Connection, repo_id: int, revision: str) -> dict[str, Any] | None:
+    """One push by revision, with its counts."""
+    row = conn.execute(
+        sa.select(push).where(push.c.repository_id == repo_id, push.c.revision == revision)
+    ).first()
+    if row is None:
+        return None
+    found = [_push_row(row)]
+    _add_push_counts(conn, found)
+    return found[0]
+
+
+def _add_push_counts(conn: sa.Connection, pushes: list[dict[str, Any]]) -> None:
+    ids = [p["id"] for p in pushes]
+    for p in pushes:
+        p.update(jobs=0, failed_jobs=0, verdicts={})
+    if not ids:
+        return
+    by_id = {p["id"]: p for p in pushes}
+    failed = sa.func.sum(sa.case((job.c.result.in_(FAILED_RESULTS), 1), else_=0))
+    for push_id, total, failures in conn.execute(
+        sa.select(job.c.push_id, sa.func.count(), failed)
+        .where(job.c.push_id.in_(ids))
+        .group_by(job.c.push_id)
+    ):
+        by_id[push_id].update(jobs=int(total), failed_jobs=int(failures or 0))
+    verdict = sa.func.coalesce(triage_case.c.verdict, PENDING)
+    for push_id, name, number in conn.execute(
+        sa.select(triage_case.c.push_id, verdict, sa.func.count())
+        .where(triage_case.c.push_id.in_(ids))
+        .group_by(triage_case.c.push_id, verdict)
+    ):
+        by_id[push_id]["verdicts"][name] = int(number)
+
+
+# -- jobs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class JobFilter:
+    """What a jobs list may be narrowed to; empty fields do not filter."""
+
+    push_id: int | None = None
+    platform: str | None = None
+    result: str | None = None
+    label: str | None = None
+    manifests: Sequence[str] = field(default_factory=tuple)
+    test_paths: Sequence[str] = field(default_factory=tuple)
+    failed_only: bool = False
+
+
+_JOB_COLUMNS = (
+    job.c.id,
+    job.c.push_id,
+    push.c.revision,
+    job.c.task_id,
+    job.c.run_id,
+    job_type.c.name.label("label"),
+    job_type.c.symbol.label("job_symbol"),
+    job_group.c.name.label("group_name"),
+    job_group.c.symbol.label("group_symbol"),
+    _machine_platform.c.platform.label("platform"),
+    _machine_platform.c.os_name.label("os_name"),
+    _machine_platform.c.architecture.label("architecture"),
+    _build_platform.c.platform.label("build_platform"),
+    job.c.option_collection,
+    job.c.tier,
+    job.c.job_kind,
+    task_queue.c.name.label("task_queue_id"),
+    job.c.state,
+    job.c.result,
+    job.c.classification_id,
+    job.c.action,
+    job.c.parent_task_id,
+    job.c.test_type,
+    job.c.manifest_set_id,
+    job.c.submit_time,
+    job.c.start_time,
+    job.c.end_time,
+)
+
+
+def _jobs_select() -> sa.Select:
+    return (
+        sa.select(*_JOB_COLUMNS)
+        .select_from(job)
+        .join(push, push.c.id == job.c.push_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .join(job_group, job_group.c.id == job.c.job_group_id)
+        .join(_machine_platform, _machine_platform.c.id == job.c.machine_platform_id)
+        .join(_build_platform, _build_platform.c.id == job.c.build_platform_id)
+        .join(task_queue, task_queue.c.id == job.c.task_queue_id)
+    )
+
+
+def _sets_with_manifests(paths: Iterable[str]) -> sa.ScalarSelect:
+    wanted = sa.select(manifest.c.id).where(manifest.c.path.in_(sorted(set(paths))))
+    return (
+        sa.select(manifest_set_member.c.manifest_set_id)
+        .where(manifest_set_member.c.manifest_id.in_(wanted.scalar_subquery()))
+        .scalar_subquery()
+    )
+
+
+def _sets_with_test_paths(paths: Iterable[str]) -> sa.ScalarSelect:
+    wanted = sa.select(test_path.c.id).where(test_path.c.path.in_(sorted(set(paths))))
+    return (
+        sa.select(manifest_set_member.c.manifest_set_id)
+        .join(manifest_test, manifest_test.c.manifest_id == manifest_set_member.c.manifest_id)
+        .where(manifest_test.c.test_path_id.in_(wanted.scalar_subquery()))
+        .scalar_subquery()
+    )
+
+
+def list_jobs(
+    conn: sa.Connection,
+    repo_id: int,
+    filters: JobFilter,
+    *,
+    offset: int = 0,
+    count: int = 50,
+    include_manifests: bool = False,
+    include_test_paths: bool = False,
+) -> list[dict[str, Any]]:
+    """Jobs of a repository, newest first, narrowed by `filters`."""
+    stmt = _jobs_select().where(job.c.repository_id == repo_id)
+    if filters.push_id is not None:
+        stmt = stmt.where(job.c.push_id == filters.push_id)
+    if filters.platform:
+        stmt = stmt.where(_machine_platform.c.platform == filters.platform)
+    if filters.result:
+        stmt = stmt.where(job.c.result == filters.result)
+    if filters.failed_only:
+        stmt = stmt.where(job.c.result.in_(FAILED_RESULTS))
+    if filters.label:
+        stmt = stmt.where(job_type.c.name == filters.label)
+    # Each manifest / test path named narrows further: a job must have run all of them.
+    for path in dict.fromkeys(filters.manifests):
+        stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_manifests([path])))
+    for path in dict.fromkeys(filters.test_paths):
+        stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_test_paths([path])))
+    stmt = stmt.order_by(job.c.id.desc()).offset(offset).limit(count)
+    jobs = [_job_row(r) for r in conn.execute(stmt)]
+    return _decorate(conn, jobs, include_manifests, include_test_paths)
+
+
+def jobs_by_id(
+    conn: sa.Connection,
+    job_ids: Sequence[int],
+    *,
+    include_manifests: bool = False,
+    include_test_paths: bool = False,
+) -> list[dict[str, Any]]:
+    """The given jobs, in the given order."""
+    if not job_ids:
+        return []
+    found: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(job_ids), 500):
+        chunk = list(job_ids[start : start + 500])
+        for row in conn.execute(_jobs_select().where(job.c.id.in_(chunk))):
+            found[row.id] = _job_row(row)
+    jobs = [found[i] for i in job_ids if i in found]
+    return _decorate(conn, jobs, include_manifests, include_test_paths)
+
+
+def get_job(conn: sa.Connection, repo_id: int, job_id: int) -> dict[str, Any] | None:
+    """One job of a repository, with its manifests."""
+    row = conn.execute(
+        _jobs_select().where(job.c.id == job_id, job.c.repository_id == repo_id)
+    ).first()
+    if row is None:
+        return None
+    return _decorate(conn, [_job_row(row)], True, False)[0]
+
+
+def _job_row(row: Any) -> dict[str, Any]:
+    found = dict(row._mapping)
+    for key in ("submit_time", "start_time", "end_time"):
+        found[key] = utc(found[key])
+    return found
+
+
+def _decorate(
+    conn: sa.Connection,
+    jobs: list[dict[str, Any]],
+    include_manifests: bool,
+    include_test_paths: bool,
+) -> list[dict[str, Any]]:
+    _add_verdicts(conn, jobs)
+    set_ids = {j["manifest_set_id"] for j in jobs if j["manifest_set_id"] is not None}
+    if include_manifests:
+        by_set = manifests_of_sets(conn, set_ids)
+        for j in jobs:
+            j["manifests"] = by_set.get(j["manifest_set_id"], [])
+    if include_test_paths:
+        by_set = test_paths_of_sets(conn, set_ids)
+        for j in jobs:
+            j["test_paths"] = by_set.get(j["manifest_set_id"], [])
+    return jobs
+
+
+def manifests_of_sets(conn: sa.Connection, set_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Manifest set id → its manifests, sorted."""
+    ids = sorted(set(set_ids))
+    result: dict[int, list[str]] = {i: [] for i in ids}
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(
+            sa.select(manifest_set_member.c.manifest_set_id, manifest.c.path)
+            .join(manifest, manifest.c.id == manifest_set_member.c.manifest_id)
+            .where(manifest_set_member.c.manifest_set_id.in_(ids[start : start + 500]))
+            .order_by(manifest.c.path)
+        )
+        for set_id, path in rows:
+            result[set_id].append(path)
+    return result
+
+
+def test_paths_of_sets(conn: sa.Connection, set_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Manifest set id → the distinct test paths of its manifests, sorted."""
+    ids = sorted(set(set_ids))
+    result: dict[int, list[str]] = {i: [] for i in ids}
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(
+            sa.select(manifest_set_member.c.manifest_set_id, test_path.c.path)
+            .distinct()
+            .join(manifest_test, manifest_test.c.manifest_id == manifest_set_member.c.manifest_id)
+            .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
+            .where(manifest_set_member.c.manifest_set_id.in_(ids[start : start + 500]))
+            .order_by(manifest_set_member.c.manifest_set_id, test_path.c.path)
+        )
+        for set_id, path in rows:
+            result[set_id].append(path)
+    return result
+
+
+def _add_verdicts(conn: sa.Connection, jobs: list[dict[str, Any]]) -> None:
+    """The verdict of each job's case: its own, or that of the original run it retried."""
+    for j in jobs:
+        j["verdict"] = None
+        j["case_id"] = None
+    keys = {(j["push_id"], j["label"]) for j in jobs}
+    if not keys:
+        return
+    cases: dict[tuple[int, str], tuple[int, str]] = {}
+    push_ids = sorted({k[0] for k in keys})
+    for start in range(0, len(push_ids), 500):
+        rows = conn.execute(
+            sa.select(
+                triage_case.c.push_id,
+                triage_case.c.label,
+                triage_case.c.id,
+                sa.func.coalesce(triage_case.c.verdict, PENDING),
+            ).where(triage_case.c.push_id.in_(push_ids[start : start + 500]))
+        )
+        for push_id, label, case_id, verdict in rows:
+            # Treeherder's job type keeps 99 characters of the label.
+            cases[(push_id, label[:99])] = (case_id, verdict)
+    for j in jobs:
+        case = cases.get((j["push_id"], j["label"]))
+        if case:
+            j["case_id"], j["verdict"] = case
+
+
+def job_runs(conn: sa.Connection, job_row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every run of the job's label on its push (original, retriggers, backfills), oldest
+    first, each with what Treeherder said about it."""
+    ids = list(
+        conn.execute(
+            sa.select(job.c.id)
+            .join(job_type, job_type.c.id == job.c.job_type_id)
+            .where(job.c.push_id == job_row["push_id"], job_type.c.name == job_row["label"])
+            .order_by(job.c.submit_time, job.c.id)
+        ).scalars()
+    )
+    runs = jobs_by_id(conn, ids)
+    observations = {
+        row.job_id: row
+        for row in conn.execute(sa.select(run_observation).where(run_observation.c.job_id.in_(ids)))
+    }
+    for run in runs:
+        seen = observations.get(run["id"])
+        run["treeherder_job_id"] = seen.treeherder_job_id if seen else None
+        run["parse_status"] = seen.parse_status if seen else None
+        run["errorsummary"] = seen.errorsummary if seen else None
+        run["failure_lines"] = list(seen.failure_lines or []) if seen else []
+        run["raw_failure_lines"] = list(seen.raw_failure_lines or []) if seen else []
+        run["structured_failures"] = list(seen.structured_failures or []) if seen else []
+    return runs
+
+
+# -- verdicts ------------------------------------------------------------------------------
+
+
+@dataclass
+class VerdictFilter:
+    """What a verdict list may be narrowed to; empty fields do not filter."""
+
+    repository_id: int | None = None
+    push_id: int | None = None
+    verdict: str | None = None
+    policy: str | None = None
+    state: str | None = None
+    label: str | None = None
+    since: datetime | None = None
+
+
+def _case_row(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "job_id": row.job_id,
+        "repository": row.repository,
+        "revision": row.revision,
+        "push_id": row.push_id,
+        "label": row.label,
+        "state": row.state,
+        "verdict": row.verdict or PENDING,
+        "rule": row.rule,
+        "policy": row.policy,
+        "p_regression": row.p_regression,
+        "runs_wanted": row.runs_wanted,
+        "retriggers_requested": row.retriggers_requested,
+        "evidence": row.evidence,
+        "opened_at": utc(row.opened_at),
+        "decided_at": utc(row.decided_at),
+        "updated_at": utc(row.updated_at),
+    }
+
+
+def _cases_select() -> sa.Select:
+    return (
+        sa.select(
+            triage_case,
+            repository.c.name.label("repository"),
+            push.c.revision,
+        )
+        .join(push, push.c.id == triage_case.c.push_id)
+        .join(repository, repository.c.id == push.c.repository_id)
+    )
+
+
+def list_verdicts(
+    conn: sa.Connection, filters: VerdictFilter, *, offset: int = 0, count: int = 50
+) -> list[dict[str, Any]]:
+    """Triage cases with their verdicts and evidence, most recently opened first."""
+    stmt = _cases_select()
+    if filters.repository_id is not None:
+        stmt = stmt.where(push.c.repository_id == filters.repository_id)
+    if filters.push_id is not None:
+        stmt = stmt.where(triage_case.c.push_id == filters.push_id)
+    if filters.verdict == PENDING:
+        stmt = stmt.where(triage_case.c.verdict.is_(None))
+    elif filters.verdict:
+        stmt = stmt.where(triage_case.c.verdict == filters.verdict)
+    if filters.policy:
+        stmt = stmt.where(triage_case.c.policy == filters.policy)
+    if filters.state:
+        stmt = stmt.where(triage_case.c.state == filters.state)
+    if filters.label:
+        stmt = stmt.where(triage_case.c.label == filters.label)
+    if filters.since is not None:
+        stmt = stmt.where(triage_case.c.opened_at >= _as_stored(conn, filters.since))
+    stmt = (
+        stmt.order_by(triage_case.c.opened_at.desc(), triage_case.c.id.desc())
+        .offset(offset)
+        .limit(count)
+    )
+    return [_case_row(r) for r in conn.execute(stmt)]
+
+
+def case_of_job(conn: sa.Connection, job_row: dict[str, Any]) -> dict[str, Any] | None:
+    """The triage case the job belongs to (its own, or its original run's)."""
+    if job_row.get("case_id") is None:
+        return None
+    row = conn.execute(_cases_select().where(triage_case.c.id == job_row["case_id"])).first()
+    return _case_row(row) if row else None
+
+
+def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
+    """The push's failed runs and the originals that have a case, by platform then label."""
+    has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
+    stmt = (
+        _jobs_select()
+        .where(
+            job.c.push_id == push_id,
+            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery())),
+        )
+        .order_by(_machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id)
+    )
+    jobs = [_job_row(r) for r in conn.execute(stmt)]
+    _add_verdicts(conn, jobs)
+    p_by_case = dict(
+        conn.execute(
+            sa.select(triage_case.c.id, triage_case.c.p_regression).where(
+                triage_case.c.push_id == push_id
+            )
+        ).all()
+    )
+    for j in jobs:
+        j["p_regression"] = p_by_case.get(j["case_id"])
+    return jobs

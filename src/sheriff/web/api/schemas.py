@@ -1,0 +1,149 @@
+"""Response and request bodies of the REST API; they are what /openapi.json documents."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+T = TypeVar("T")
+
+
+class ErrorOut(BaseModel):
+    """Every error answer: a message a person can act on."""
+
+    detail: Any
+
+
+class PageMeta(BaseModel):
+    offset: int
+    count: int
+    next_offset: int | None = Field(None, description="offset of the next page; null: no more")
+
+
+class Page(BaseModel, Generic[T]):
+    meta: PageMeta
+    results: list[T]
+
+
+class PushOut(BaseModel):
+    id: int
+    revision: str
+    pushlog_id: int | None
+    author: str | None
+    push_time: datetime
+    decision_task_id: str | None
+    jobs: int = Field(description="job rows (runs) on the push")
+    failed_jobs: int = Field(description="runs whose result is testfailed, busted or exception")
+    verdicts: dict[str, int] = Field(description="triage cases per verdict; open ones: pending")
+
+
+class JobOut(BaseModel):
+    id: int
+    push_id: int
+    revision: str
+    task_id: str
+    run_id: int
+    label: str
+    job_symbol: str
+    group_name: str
+    group_symbol: str
+    platform: str
+    os_name: str
+    architecture: str
+    build_platform: str
+    option_collection: str
+    tier: int
+    job_kind: str
+    task_queue_id: str
+    state: str
+    result: str
+    classification_id: int
+    action: str | None
+    parent_task_id: str | None
+    test_type: str | None
+    submit_time: datetime
+    start_time: datetime | None
+    end_time: datetime | None
+    verdict: str | None = Field(None, description="the verdict of the case this run belongs to")
+    case_id: int | None = None
+    manifests: list[str] | None = Field(None, description="present when asked for")
+    test_paths: list[str] | None = Field(None, description="present when asked for")
+
+
+class RunOut(JobOut):
+    treeherder_job_id: int | None
+    parse_status: str | None
+    errorsummary: str | None
+    failure_lines: list[str]
+    raw_failure_lines: list[str]
+    structured_failures: list[Any]
+    taskcluster_url: str
+    treeherder_url: str
+
+
+class VerdictOut(BaseModel):
+    id: int
+    job_id: int
+    repository: str
+    revision: str
+    push_id: int
+    label: str
+    state: str
+    verdict: str
+    rule: str | None
+    policy: str
+    p_regression: float | None
+    runs_wanted: int
+    retriggers_requested: int
+    evidence: Any
+    opened_at: datetime
+    decided_at: datetime | None
+    updated_at: datetime
+
+
+class JobDetailOut(BaseModel):
+    job: JobOut
+    taskcluster_url: str
+    treeherder_url: str
+    runs: list[RunOut]
+    case: VerdictOut | None
+
+
+class SimilarOut(BaseModel):
+    job_id: int
+    match: Literal["any", "all"]
+    pushes: int
+    manifests: list[str]
+    results: list[JobOut]
+
+
+class TaskTestPathsOut(BaseModel):
+    revision: str
+    tasks: dict[str, list[str]] = Field(description="task label → test paths")
+
+
+class RetriggerIn(BaseModel):
+    times: int = Field(1, ge=1, le=20)
+
+
+class BackfillIn(BaseModel):
+    depth: int = Field(5, ge=1, le=20, description="how many earlier pushes to run it on")
+    times: int = Field(1, ge=1, le=5)
+
+
+class ActionRequestOut(BaseModel):
+    idempotency_key: str
+    strategy: str
+    repository: str
+    revision: str
+    task_id: str | None
+    input: Any
+    state: str
+    reason: str | None
+    action_task_id: str | None
+
+
+class ActionsOut(BaseModel):
+    requests: list[ActionRequestOut]

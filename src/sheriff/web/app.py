@@ -1,0 +1,66 @@
+"""The FastAPI application: the REST API under /api and the dashboard at /."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy.exc
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.engine import Engine
+
+from sheriff.config import Settings
+
+
+def default_protocol_factory(settings: Settings) -> Callable[[], Any]:
+    """The actions protocol against the configured Taskcluster deployment."""
+
+    def make() -> Any:
+        from sheriff.actions.protocol import ActionsProtocol
+        from sheriff.ci.taskcluster import clients_from_settings
+
+        return ActionsProtocol(clients_from_settings(settings))
+
+    return make
+
+
+def create_app(
+    engine: Engine,
+    settings: Settings,
+    *,
+    protocol_factory: Callable[[], Any] | bool | None = True,
+) -> FastAPI:
+    """The app serving `engine`'s data; writes dispatch through `protocol_factory`
+    (True: the configured Taskcluster; None: only record requests for the next pass)."""
+    from sheriff.web.api import actions, read
+
+    app = FastAPI(
+        title="sheriff",
+        summary="Pushes, jobs with their manifests and test paths, verdicts and backfills.",
+        version="1",
+    )
+    app.state.engine = engine
+    app.state.settings = settings
+    app.state.protocol_factory = (
+        default_protocol_factory(settings) if protocol_factory is True else protocol_factory
+    )
+    app.include_router(read.router)
+    app.include_router(actions.router)
+    _include_optional(app)
+
+    @app.exception_handler(sqlalchemy.exc.DataError)
+    def _data_error(_: Request, exc: sqlalchemy.exc.DataError) -> JSONResponse:
+        # A value the database cannot hold is bad input, not a server fault.
+        return JSONResponse({"detail": f"invalid value: {exc.orig}"}, status_code=422)
+
+    return app
+
+
+def _include_optional(app: FastAPI) -> None:
+    """Routers that depend on tables other engineers are still adding."""
+    try:
+        from sheriff.web.api import backfills
+    except ImportError:  # the backfill tables are not in this tree yet
+        return
+    app.include_router(backfills.router)

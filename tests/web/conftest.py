@@ -1,0 +1,221 @@
+"""A small world of pushes, jobs, manifests, test paths and verdicts, served over real HTTP.
+
+`world` loads it through the real loaders; `live` runs `create_app` under uvicorn on a
+loopback port (a thread of the test process) and hands back its base URL.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import uvicorn
+from sqlalchemy.engine import Engine
+
+from sheriff.config import Settings, load_settings
+from sheriff.model.job import job_from_task
+from sheriff.store.loader import load_jobs, load_push_manifests
+from sheriff.store.queries import find_push_id
+from sheriff.store.schema import job, run_observation, triage_case
+from sheriff.web import create_app
+from tests.factories import make_task, new_task_id
+
+A, B, C = "dom/base/test/browser.toml", "layout/test/browser.toml", "netwerk/test/browser.toml"
+TESTS = {
+    A: ["dom/base/test/browser_a1.js", "dom/base/test/browser_a2.js"],
+    B: ["layout/test/browser_b1.js"],
+    C: ["netwerk/test/browser_c1.js"],
+}
+LINUX, WIN = "linux1804-64-qr", "windows11-64-24h2"
+REPO = "autoland"
+START = datetime(2026, 11, 2, 8, tzinfo=UTC)
+FAILURE = "TEST-UNEXPECTED-FAIL | dom/base/test/browser_a1.js | expected 1, got 2"
+
+
+def revision(index: int) -> str:
+    return f"{index:02d}".ljust(40, "a")
+
+
+@dataclass
+class World:
+    """Ids of what `build_world` loaded."""
+
+    push_ids: dict[int, int] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)
+    task_ids: dict[str, str] = field(default_factory=dict)
+    cases: dict[str, int] = field(default_factory=dict)
+
+
+def _job(
+    name: str,
+    push_index: int,
+    label: str,
+    platform: str,
+    manifests: list[str] | None,
+    state: str,
+    *,
+    action: str | None = None,
+    minutes: int = 0,
+) -> tuple[str, Any]:
+    created = START + timedelta(hours=push_index, minutes=minutes)
+    stamp = created.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    task = make_task(
+        revision=revision(push_index),
+        pushlog_id=push_index + 1,
+        label=label,
+        platform=platform,
+        manifests=manifests,
+        created=stamp,
+        task_group_id=f"group{push_index:02d}".ljust(22, "x"),
+        action=action,
+        symbol=label.rsplit("-", 1)[-1],
+    )
+    run = {"state": state, "runId": 0, "started": stamp, "resolved": stamp}
+    task_id = new_task_id()
+    return name, job_from_task(task_id, task, 0, run)
+
+
+def build_world(engine: Engine) -> World:
+    """Four pushes; on the newest a Linux regression with two reproducing retriggers."""
+    bc = "test-linux1804-64-qr/opt-mochitest-browser-chrome-1"
+    bcw = "test-windows11-64-24h2/debug-mochitest-browser-chrome-1"
+    bc2 = "test-linux1804-64-qr/opt-mochitest-browser-chrome-2"
+    specs = [
+        _job("p0-bc", 0, bc, LINUX, [A, B], "completed"),
+        _job("p1-bc", 1, bc, LINUX, [A, C], "completed"),
+        _job("p2-bc", 2, bc, LINUX, [C], "completed"),
+        _job("p3-bc", 3, bc, LINUX, [A, B], "failed"),
+        _job("p3-bc-r1", 3, bc, LINUX, [A, B], "failed", action="retrigger", minutes=30),
+        _job("p3-bc-r2", 3, bc, LINUX, [A, B], "failed", action="retrigger", minutes=31),
+        _job("p3-bc-r3", 3, bc, LINUX, [A, B], "completed", action="retrigger", minutes=32),
+        _job("p3-bc2", 3, bc2, LINUX, [C], "completed"),
+        _job("p3-win", 3, bcw, WIN, [A, B], "failed"),
+        _job("p2-win", 2, bcw, WIN, None, "completed"),
+    ]
+    world = World()
+    with engine.begin() as conn:
+        load_jobs(conn, [j for _, j in specs])
+        by_task = dict(conn.execute(sa.select(job.c.task_id, job.c.id)).all())
+        for name, j in specs:
+            world.jobs[name] = by_task[j.task_id]
+            world.task_ids[name] = j.task_id
+        for index in range(4):
+            world.push_ids[index] = find_push_id(conn, REPO, revision(index))
+        for index in range(4):
+            load_push_manifests(conn, world.push_ids[index], {}, TESTS)
+        now = START + timedelta(hours=5)
+        cases = [
+            ("regression", "p3-bc", bc, "at least 2 of 3 retriggers reproduced a line", 0.97),
+            ("not-eligible", "p3-win", bcw, "queue gecko-t/win11-64-24h2 not eligible", None),
+        ]
+        for verdict, name, label, rule, p in cases:
+            world.cases[name] = conn.execute(
+                triage_case.insert()
+                .values(
+                    job_id=world.jobs[name],
+                    push_id=world.push_ids[3],
+                    label=label,
+                    state="decided",
+                    verdict=verdict,
+                    rule=rule,
+                    policy="seed",
+                    p_regression=p,
+                    runs_wanted=6,
+                    retriggers_requested=5 if verdict == "regression" else 0,
+                    evidence={"lines": {FAILURE: 2}} if verdict == "regression" else None,
+                    opened_at=now,
+                    decided_at=now,
+                    updated_at=now,
+                )
+                .returning(triage_case.c.id)
+            ).scalar_one()
+        for number, name in enumerate(["p3-bc", "p3-bc-r1", "p3-bc-r2", "p3-bc-r3"]):
+            lines = [FAILURE] if name != "p3-bc-r3" else []
+            conn.execute(
+                run_observation.insert().values(
+                    job_id=world.jobs[name],
+                    treeherder_job_id=1000 + number,
+                    parse_status="parsed",
+                    errorsummary="present",
+                    failure_lines=lines,
+                    raw_failure_lines=lines,
+                    structured_failures=[],
+                    updated_at=now,
+                )
+            )
+    return world
+
+
+@pytest.fixture
+def world(engine: Engine) -> World:
+    return build_world(engine)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """uvicorn serving an app on a loopback port, in a thread of the test process."""
+
+    def __init__(self, app: Any) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def offline_settings(**overrides: Any) -> Settings:
+    """Settings that never reach the internet: Taskcluster on a closed loopback port."""
+    values: dict[str, Any] = {
+        "taskcluster_root_url": "http://127.0.0.1:9",
+        "treeherder_url": "https://treeherder.example",
+        "http_retries": 0,
+        "http_timeout_seconds": 1.0,
+        **overrides,
+    }
+    return load_settings(**values)
+
+
+@pytest.fixture
+def serve(engine: Engine) -> Iterator[Any]:
+    """serve(**settings) → an httpx client on a live server of the engine's data."""
+    servers: list[LiveServer] = []
+    clients: list[httpx.Client] = []
+
+    def start(**overrides: Any) -> httpx.Client:
+        server = LiveServer(create_app(engine, offline_settings(**overrides)))
+        servers.append(server.__enter__())
+        client = httpx.Client(base_url=server.url, timeout=10)
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        client.close()
+    for server in servers:
+        server.__exit__()
