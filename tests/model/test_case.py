@@ -1,0 +1,94 @@
+"""Eligibility (SPEC §3 steps 1-5) and case states."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sheriff.model.case import (
+    CaseState,
+    EligibilityStatus,
+    ErrorSummaryState,
+    OriginalRun,
+    eligibility,
+    state_after_eligibility,
+)
+
+RUN = OriginalRun(
+    task_id="T1",
+    label="test-linux1804-64-qr/opt-mochitest-browser-chrome-1",
+    state="failed",
+    job_kind="test",
+    tier=1,
+    task_queue_id="gecko-t/t-linux-large-gcp",
+    classification_id=1,
+    errorsummary=ErrorSummaryState.COMPLETE,
+)
+
+
+def test_a_failed_unclassified_linux_test_with_a_summary_is_eligible() -> None:
+    result = eligibility(RUN)
+    assert result.status is EligibilityStatus.ELIGIBLE
+    assert result.is_case and not result.is_final
+    assert (
+        eligibility(replace(RUN, classification_id=6, tier=2)).status is EligibilityStatus.ELIGIBLE
+    )
+    assert eligibility(replace(RUN, tier=None)).status is EligibilityStatus.ELIGIBLE  # default 1
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "step"),
+    [
+        ({"job_kind": "build"}, EligibilityStatus.NOT_A_CASE, None),
+        ({"state": "completed"}, EligibilityStatus.NOT_A_CASE, None),
+        ({"is_action_task": True}, EligibilityStatus.NOT_A_CASE, None),
+        ({"classification_id": None}, EligibilityStatus.UNDETERMINED, None),
+        ({"classification_id": 4}, EligibilityStatus.CLASSIFIED, 1),
+        ({"classification_id": 7}, EligibilityStatus.CLASSIFIED, 1),
+        ({"tier": 3}, EligibilityStatus.WRONG_TIER, 2),
+        ({"state": "exception"}, EligibilityStatus.INFRA, 4),
+        ({"errorsummary": ErrorSummaryState.UNKNOWN}, EligibilityStatus.UNDETERMINED, None),
+        ({"errorsummary": ErrorSummaryState.MISSING}, EligibilityStatus.INFRA, 4),
+        ({"errorsummary": ErrorSummaryState.INCOMPLETE}, EligibilityStatus.INFRA, 4),
+        ({"task_queue_id": "gecko-t/win11-64-24h2"}, EligibilityStatus.NOT_ELIGIBLE, 5),
+        ({"task_queue_id": "proj-x/t-linux-large"}, EligibilityStatus.NOT_ELIGIBLE, 5),
+    ],
+)
+def test_each_step(change: dict[str, object], status: EligibilityStatus, step: int | None) -> None:
+    result = eligibility(replace(RUN, **change))  # type: ignore[arg-type]
+    assert (result.status, result.step) == (status, step)
+    assert result.reason
+
+
+def test_steps_apply_in_spec_order() -> None:
+    everything_wrong = replace(
+        RUN,
+        classification_id=4,
+        tier=3,
+        errorsummary=ErrorSummaryState.MISSING,
+        task_queue_id="gecko-t/win11-64-24h2",
+    )
+    assert eligibility(everything_wrong).status is EligibilityStatus.CLASSIFIED
+    no_class = replace(everything_wrong, classification_id=1)
+    assert eligibility(no_class).status is EligibilityStatus.WRONG_TIER
+    tier_ok = replace(no_class, tier=1)
+    assert eligibility(tier_ok).status is EligibilityStatus.INFRA  # step 4 before step 5
+    # An action task is evidence even when everything else would make it a case.
+    assert eligibility(replace(RUN, is_action_task=True)).status is EligibilityStatus.NOT_A_CASE
+
+
+def test_queue_prefixes_are_configurable() -> None:
+    windows = replace(RUN, task_queue_id="gecko-t/win11-64-24h2")
+    prefixes = ("gecko-t/t-linux-", "gecko-t/win")
+    assert eligibility(windows, prefixes).status is EligibilityStatus.ELIGIBLE
+    assert eligibility(RUN, ()).status is EligibilityStatus.NOT_ELIGIBLE
+
+
+def test_states_after_eligibility() -> None:
+    assert state_after_eligibility(eligibility(RUN)) is CaseState.NEW
+    infra = eligibility(replace(RUN, errorsummary=ErrorSummaryState.MISSING))
+    assert state_after_eligibility(infra) is CaseState.INFRA and CaseState.INFRA.is_final
+    with pytest.raises(ValueError, match="not a case"):
+        state_after_eligibility(eligibility(replace(RUN, job_kind="build")))
+    assert not CaseState.WAITING.is_final and CaseState.REGRESSION.is_final
