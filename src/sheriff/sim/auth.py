@@ -38,6 +38,15 @@ class AuthConfig:
 
     clients: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     roles: dict[str, list[str]] = field(default_factory=dict)
+    nonces: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def seen_nonce(self, client_id: str, nonce: str, timestamp: str) -> bool:
+        """Hawk replay protection: a nonce is good once per client and timestamp."""
+        key = (client_id, nonce, str(timestamp))
+        if key in self.nonces:
+            return True
+        self.nonces.add(key)
+        return False
 
     @classmethod
     def default(cls, repositories: Iterable[str]) -> AuthConfig:
@@ -127,6 +136,7 @@ def verify(
             content=content,
             content_type=content_type,
             timestamp_skew_in_seconds=15 * 60,
+            seen_nonce=config.seen_nonce,
         )
     except LookupError as exc:
         raise AuthFailed(f"Client ID {exc.args[0]} does not exist") from None
