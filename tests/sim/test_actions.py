@@ -156,7 +156,7 @@ def test_backfill_runs_the_label_with_its_manifests_on_earlier_pushes(
         assert definition["tags"]["action"] == "backfill-task"
         assert definition["extra"]["parent"] == action_task.task_id
         paths = json.loads(definition["payload"]["env"]["MOZHARNESS_TEST_PATHS"])
-        assert list(paths.values())[0] == list(target.manifests)
+        assert next(iter(paths.values())) == list(target.manifests)
     assert answer["status"]["state"] == "pending"
 
 
