@@ -1,0 +1,158 @@
+"""What the runs on each push of a backfill window say: found by platform + manifests.
+
+With `same_manifests` a run counts on a push when it ran on the original's platform
+configuration and its manifest set holds every manifest the failing tests live in (the
+backfilled runs, and any scheduled run whose dynamic chunk happened to hold them); without
+it, by label, as a label-based backfill is read today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.model.backfill import PushRuns
+from sheriff.store.queries import PlatformConfig, jobs_running_manifests
+from sheriff.store.schema import job, job_type, run_observation
+
+FINAL_PARSE_STATES = frozenset({"parsed", "failed"})
+
+
+def test_of(line: str) -> str | None:
+    """The test path field of a `TEST-UNEXPECTED-… | test | message` line."""
+    parts = [p.strip() for p in line.split(" | ")]
+    if len(parts) >= 2 and parts[0].startswith("TEST-UNEXPECTED-"):
+        return parts[1]
+    return None
+
+
+def reproduces(failure_lines: Iterable[str], lines: Sequence[str], tests: Sequence[str]) -> bool:
+    """True when a run's failure lines show the regression (same line, or same test failing)."""
+    wanted, wanted_tests = set(lines), set(tests)
+    return any(line in wanted or test_of(line) in wanted_tests for line in failure_lines)
+
+
+@dataclass
+class RunView:
+    """One run (job row) in the window and what is known of it."""
+
+    job_id: int
+    push_id: int
+    state: str
+    result: str
+    action: str | None
+    parse_status: str | None
+    failure_lines: list[str] | None
+
+    @property
+    def backfilled(self) -> bool:
+        return self.action in ("backfill", "backfill-task")
+
+    @property
+    def needs_observation(self) -> bool:
+        """Finished with test failures that Treeherder has not finished parsing for us."""
+        return (
+            self.state == "completed"
+            and self.result == "testfailed"
+            and self.parse_status not in FINAL_PARSE_STATES
+        )
+
+
+@dataclass
+class WindowEvidence:
+    """The runs of a record's window, grouped by push."""
+
+    runs: dict[int, list[RunView]] = field(default_factory=dict)
+
+    def push_runs(self, push_id: int, lines: Sequence[str], tests: Sequence[str]) -> PushRuns:
+        reproduced = clean = 0
+        for run in self.runs.get(push_id, []):
+            verdict = classify(run, lines, tests)
+            reproduced += verdict == "reproduced"
+            clean += verdict == "clean"
+        return PushRuns(reproduced=reproduced, clean=clean)
+
+    def waiting(self, push_id: int) -> int:
+        """Runs on the push still running or waiting for their log to be parsed."""
+        return sum(
+            1 for r in self.runs.get(push_id, []) if r.state != "completed" or r.needs_observation
+        )
+
+    def backfilled(self, push_id: int) -> int:
+        return sum(1 for r in self.runs.get(push_id, []) if r.backfilled)
+
+    def unobserved(self) -> list[int]:
+        return sorted(r.job_id for rs in self.runs.values() for r in rs if r.needs_observation)
+
+
+def classify(run: RunView, lines: Sequence[str], tests: Sequence[str]) -> str:
+    """reproduced | clean | running | unknown (infra, unparsed) for one run."""
+    if run.state != "completed":
+        return "running"
+    if run.result == "success":
+        return "clean"
+    if run.result != "testfailed":
+        return "unknown"  # exception, retry, cancelled: says nothing about the regression
+    if not lines and not tests:
+        return "reproduced"  # a manual request without known failure lines: any failure
+    if run.parse_status != "parsed" or run.failure_lines is None:
+        return "unknown"
+    return "reproduced" if reproduces(run.failure_lines, lines, tests) else "clean"
+
+
+def window_evidence(
+    conn: sa.Connection,
+    context: Mapping[str, Any],
+    push_ids: Sequence[int],
+    *,
+    exclude_job_id: int | None = None,
+) -> WindowEvidence:
+    """The runs on `push_ids` that count for a record with this `context`."""
+    config = PlatformConfig(**context["config"])
+    if context["same_manifests"] and context.get("manifests"):
+        job_ids = jobs_running_manifests(conn, config, context["manifests"], push_ids, match="all")
+        where = [job.c.id.in_(job_ids)] if job_ids else [sa.false()]
+    else:
+        where = [
+            job.c.push_id.in_(list(push_ids)),
+            job_type.c.name == context["label"],
+            job.c.repository_id == config.repository_id,
+            job.c.build_platform_id == config.build_platform_id,
+            job.c.machine_platform_id == config.machine_platform_id,
+            job.c.option_collection == config.option_collection,
+        ]
+    if exclude_job_id is not None:
+        where.append(job.c.id != exclude_job_id)
+    stmt = (
+        sa.select(
+            job.c.id,
+            job.c.push_id,
+            job.c.state,
+            job.c.result,
+            job.c.action,
+            run_observation.c.parse_status,
+            run_observation.c.failure_lines,
+        )
+        .select_from(job)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
+        .where(*where)
+        .order_by(job.c.push_id, job.c.id)
+    )
+    evidence = WindowEvidence()
+    for row in conn.execute(stmt):
+        evidence.runs.setdefault(row.push_id, []).append(
+            RunView(
+                job_id=row.id,
+                push_id=row.push_id,
+                state=row.state,
+                result=row.result,
+                action=row.action,
+                parse_status=row.parse_status,
+                failure_lines=list(row.failure_lines) if row.failure_lines is not None else None,
+            )
+        )
+    return evidence

@@ -1,0 +1,394 @@
+"""Opening reports and their records: from a regression verdict, or a person's request.
+
+A regression usually fails many runs (every platform, every push until the backout), and
+triage gives each its own case; they are one regression with one culprit. A case whose
+failing tests overlap those of a recent report of the same repository joins it instead
+of opening another, and while that report is still maturing the record moves to the
+oldest failing push seen, which is nearest the culprit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.backfill.evidence import reproduces, test_of
+from sheriff.backfill.settings import BackfillSettings
+from sheriff.errors import InputError
+from sheriff.model.backfill import estimate_fail_rate
+from sheriff.store.queries import job_manifests, platform_config
+from sheriff.store.schema import (
+    backfill_record,
+    backfill_report,
+    job,
+    job_type,
+    manifest,
+    manifest_set_member,
+    manifest_test,
+    platform,
+    push,
+    run_observation,
+    test_path,
+    triage_case,
+)
+
+PRELIMINARY, READY, BACKFILLED, SUCCESSFUL, FAILED = (
+    "preliminary",
+    "ready",
+    "backfilled",
+    "successful",
+    "failed",
+)
+RECORD_STATUSES = (PRELIMINARY, READY, BACKFILLED, SUCCESSFUL, FAILED)
+OPEN_RECORD_STATUSES = (PRELIMINARY, READY, BACKFILLED)
+OPEN, CULPRIT, REPORT_FAILED = "open", "culprit", "failed"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """What a backfill looks for: the failure lines and tests, and how often they fail."""
+
+    lines: list[str]
+    tests: list[str]
+    fail_rate: float
+
+
+def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
+    row = conn.execute(
+        sa.select(run_observation.c.failure_lines).where(run_observation.c.job_id == job_id)
+    ).first()
+    if row is None or row.failure_lines is None:
+        return None
+    return [line for line in row.failure_lines if test_of(line)]
+
+
+def regression_of(conn: sa.Connection, job_id: int) -> Regression:
+    """The original run's failure lines that its retriggers reproduced, and their rate.
+
+    Lines no retrigger showed are the run's own intermittents and are left out, unless no
+    retrigger has been observed (a manual request): then every line is kept.
+    """
+    original = conn.execute(
+        sa.select(job.c.push_id, job.c.job_type_id, job.c.machine_platform_id).where(
+            job.c.id == job_id
+        )
+    ).one()
+    lines = _observed_lines(conn, job_id) or []
+    retriggers = conn.execute(
+        sa.select(job.c.result, run_observation.c.parse_status, run_observation.c.failure_lines)
+        .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
+        .where(
+            job.c.push_id == original.push_id,
+            job.c.job_type_id == original.job_type_id,
+            job.c.machine_platform_id == original.machine_platform_id,
+            job.c.id != job_id,
+            job.c.state == "completed",
+            job.c.result.in_(["success", "testfailed"]),
+        )
+    ).all()
+    seen: list[list[str]] = []
+    for row in retriggers:
+        if row.result == "success":
+            seen.append([])
+        elif row.parse_status == "parsed" and row.failure_lines is not None:
+            seen.append(list(row.failure_lines))
+    shown = [line for line in lines if any(line in run for run in seen)]
+    kept = shown or lines
+    tests = sorted({t for t in (test_of(line) for line in kept) if t})
+    reproduced = sum(1 for run in seen if reproduces(run, kept, tests))
+    return Regression(
+        lines=sorted(set(kept)), tests=tests, fail_rate=estimate_fail_rate(reproduced, len(seen))
+    )
+
+
+def _failing_manifests(conn: sa.Connection, job_id: int, tests: Sequence[str]) -> list[str]:
+    """The manifests of the job that hold the failing tests; all of them when unknown."""
+    ran = job_manifests(conn, job_id)
+    if not tests:
+        return ran
+    holding = conn.execute(
+        sa.select(manifest.c.path)
+        .distinct()
+        .join(manifest_test, manifest_test.c.manifest_id == manifest.c.id)
+        .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
+        .join(manifest_set_member, manifest_set_member.c.manifest_id == manifest.c.id)
+        .join(job, job.c.manifest_set_id == manifest_set_member.c.manifest_set_id)
+        .where(job.c.id == job_id, test_path.c.path.in_(list(tests)))
+    ).scalars()
+    found = sorted(set(holding))
+    return found or ran
+
+
+def _record_values(
+    conn: sa.Connection, report_id: int, job_id: int, regression: Regression, now: datetime
+) -> dict[str, Any]:
+    row = conn.execute(
+        sa.select(
+            job.c.task_id,
+            job.c.push_id,
+            job.c.tier,
+            job.c.option_collection,
+            job.c.manifest_set_id,
+            job_type.c.name.label("label"),
+            platform.c.platform,
+        )
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .join(platform, platform.c.id == job.c.machine_platform_id)
+        .where(job.c.id == job_id)
+    ).one()
+    config = platform_config(conn, job_id)
+    assert config is not None
+    context = {
+        "task_id": row.task_id,
+        "push_id": row.push_id,
+        "label": row.label,
+        "config": {
+            "repository_id": config.repository_id,
+            "build_platform_id": config.build_platform_id,
+            "machine_platform_id": config.machine_platform_id,
+            "option_collection": config.option_collection,
+        },
+        "test_manifests": job_manifests(conn, job_id),
+        "manifests": _failing_manifests(conn, job_id, regression.tests),
+        "lines": regression.lines,
+        "tests": regression.tests,
+        "fail_rate": regression.fail_rate,
+        "window": [],
+        "extensions": 0,
+        "requested": {},
+        "untestable": [],
+        "outcomes": {},
+    }
+    return {
+        "report_id": report_id,
+        "job_id": job_id,
+        "label": row.label,
+        "platform": row.platform,
+        "option_collection": row.option_collection,
+        "tier": row.tier,
+        "manifest_set_id": row.manifest_set_id,
+        "context": context,
+        "status": PRELIMINARY,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _open(
+    conn: sa.Connection,
+    *,
+    job_id: int,
+    case_id: int | None,
+    source: str,
+    regression: Regression,
+    now: datetime,
+    settings: BackfillSettings,
+    strategy: str,
+    same_manifests: bool,
+    mature_at: datetime,
+) -> int:
+    row = conn.execute(
+        sa.select(job.c.push_id, job.c.repository_id, job_type.c.name.label("label"))
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(job.c.id == job_id)
+    ).one()
+    report_id = conn.execute(
+        sa.insert(backfill_report)
+        .values(
+            repository_id=row.repository_id,
+            push_id=row.push_id,
+            job_id=job_id,
+            case_id=case_id,
+            source=source,
+            label=row.label,
+            strategy=strategy,
+            same_manifests=same_manifests,
+            tests=regression.tests,
+            failure_lines=regression.lines,
+            fail_rate=regression.fail_rate,
+            case_ids=[case_id] if case_id is not None else [],
+            status=OPEN,
+            opened_at=now,
+            mature_at=mature_at,
+            updated_at=now,
+        )
+        .returning(backfill_report.c.id)
+    ).scalar_one()
+    values = _record_values(conn, report_id, job_id, regression, now)
+    values["context"]["same_manifests"] = same_manifests
+    values["context"]["strategy"] = strategy
+    conn.execute(sa.insert(backfill_record).values(**values))
+    return report_id
+
+
+def open_report_for_case(
+    conn: sa.Connection,
+    case_id: int,
+    now: datetime,
+    settings: BackfillSettings | None = None,
+) -> int | None:
+    """Open (or join) the report for a `regression` case; its id, or None when off / not one.
+
+    Safe to call again for the same case: it finds the report the case is already in.
+    Runs inside the caller's transaction.
+    """
+    settings = settings or BackfillSettings()
+    if not settings.enabled:
+        return None
+    case = conn.execute(
+        sa.select(triage_case.c.id, triage_case.c.job_id, triage_case.c.verdict).where(
+            triage_case.c.id == case_id
+        )
+    ).first()
+    if case is None:
+        raise InputError(f"no triage case {case_id}")
+    if case.verdict != "regression":
+        return None
+    regression = regression_of(conn, case.job_id)
+    repository_id, push_time = conn.execute(
+        sa.select(job.c.repository_id, push.c.push_time)
+        .join(push, push.c.id == job.c.push_id)
+        .where(job.c.id == case.job_id)
+    ).one()
+    recent = conn.execute(
+        sa.select(backfill_report, push.c.push_time)
+        .join(push, push.c.id == backfill_report.c.push_id)
+        .where(
+            backfill_report.c.repository_id == repository_id,
+            backfill_report.c.opened_at >= now - settings.merge_window,
+        )
+        .order_by(backfill_report.c.id)
+    ).all()
+    for report in recent:
+        if case_id in (report.case_ids or []):
+            return report.id
+    for report in recent:
+        if report.status != REPORT_FAILED and set(report.tests) & set(regression.tests):
+            _join(conn, report, case_id, case.job_id, push_time, regression, now)
+            return report.id
+    try:
+        with conn.begin_nested():
+            return _open(
+                conn,
+                job_id=case.job_id,
+                case_id=case_id,
+                source="regression",
+                regression=regression,
+                now=now,
+                settings=settings,
+                strategy=settings.strategy,
+                same_manifests=settings.same_manifests,
+                mature_at=now + settings.maturity,
+            )
+    except sa.exc.IntegrityError:
+        # A concurrent pass opened it for this very case first.
+        return conn.execute(
+            sa.select(backfill_report.c.id).where(backfill_report.c.case_id == case_id)
+        ).scalar_one()
+
+
+def _join(
+    conn: sa.Connection,
+    report: Any,
+    case_id: int,
+    job_id: int,
+    push_time: datetime,
+    regression: Regression,
+    now: datetime,
+) -> None:
+    values: dict[str, Any] = {"case_ids": [*report.case_ids, case_id], "updated_at": now}
+    record = conn.execute(
+        sa.select(backfill_record.c.id, backfill_record.c.status, backfill_record.c.context)
+        .where(backfill_record.c.report_id == report.id)
+        .order_by(backfill_record.c.id)
+    ).first()
+    older = _aware(push_time) < _aware(report.push_time)
+    retarget = older and report.status == OPEN and record is not None
+    retarget = retarget and record.status == PRELIMINARY
+    new: dict[str, Any] | None = None
+    if retarget:
+        # Not acted on yet: search from the older failing push, which is nearer the culprit.
+        new = _record_values(conn, report.id, job_id, regression, now)
+        for key in ("same_manifests", "strategy"):
+            new["context"][key] = record.context[key]
+        values.update(
+            push_id=new["context"]["push_id"],
+            job_id=job_id,
+            label=new["label"],
+            tests=regression.tests,
+            failure_lines=regression.lines,
+            fail_rate=regression.fail_rate,
+        )
+    changed = conn.execute(
+        sa.update(backfill_report)
+        .where(backfill_report.c.id == report.id, backfill_report.c.updated_at == report.updated_at)
+        .values(**values)
+    ).rowcount
+    if not changed:
+        return  # another pass changed the report first; the next call joins the case again
+    if new is not None and record is not None:
+        conn.execute(sa.delete(backfill_record).where(backfill_record.c.id == record.id))
+        conn.execute(sa.insert(backfill_record).values(**new))
+
+
+def _aware(moment: datetime) -> datetime:
+    # SQLite hands back naive datetimes; every stored time is UTC.
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def request_backfill(
+    conn: sa.Connection,
+    task_id: str,
+    now: datetime,
+    *,
+    strategy: str = "linear",
+    depth: int | None = None,
+    same_manifests: bool = True,
+    settings: BackfillSettings | None = None,
+) -> int:
+    """Open a manual report for the latest run of `task_id`, to act on at once; its id."""
+    settings = settings or BackfillSettings()
+    if strategy not in ("linear", "bisect"):
+        raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
+    job_id = conn.execute(
+        sa.select(job.c.id).where(job.c.task_id == task_id).order_by(job.c.run_id.desc())
+    ).scalar()
+    if job_id is None:
+        raise InputError(f"task {task_id} is not in the database: ingest its push first")
+    existing = conn.execute(
+        sa.select(backfill_report.c.id).where(
+            backfill_report.c.job_id == job_id,
+            backfill_report.c.source == "manual",
+            backfill_report.c.status == OPEN,
+        )
+    ).scalar()
+    if existing is not None:
+        return existing
+    report_id = _open(
+        conn,
+        job_id=job_id,
+        case_id=None,
+        source="manual",
+        regression=regression_of(conn, job_id),
+        now=now,
+        settings=settings,
+        strategy=strategy,
+        same_manifests=same_manifests,
+        mature_at=now,
+    )
+    if depth is not None:
+        record = conn.execute(
+            sa.select(backfill_record.c.id, backfill_record.c.context).where(
+                backfill_record.c.report_id == report_id
+            )
+        ).one()
+        conn.execute(
+            sa.update(backfill_record)
+            .where(backfill_record.c.id == record.id)
+            .values(context={**record.context, "depth": depth})
+        )
+    return report_id

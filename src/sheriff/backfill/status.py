@@ -1,0 +1,124 @@
+"""Reading reports and records back: for `sheriff backfill status`, the API and the metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.store.schema import backfill_record, backfill_report, push, repository
+
+RECORD_FIELDS = (
+    "id",
+    "job_id",
+    "label",
+    "platform",
+    "option_collection",
+    "tier",
+    "status",
+    "actions_triggered",
+    "runs_in_progress",
+    "runs_successful",
+    "runs_failed",
+    "iterations",
+    "reason",
+)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def reports(
+    conn: sa.Connection,
+    *,
+    repository_name: str | None = None,
+    status: str | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Reports, newest first, each with its records, as plain JSON-ready dicts."""
+    original = push.alias("original")
+    last = push.alias("last")
+    query = (
+        sa.select(
+            backfill_report,
+            repository.c.name.label("repository"),
+            original.c.revision.label("revision"),
+        )
+        .join(repository, repository.c.id == backfill_report.c.repository_id)
+        .join(original, original.c.id == backfill_report.c.push_id)
+        .order_by(backfill_report.c.id.desc())
+        .limit(limit)
+    )
+    if repository_name is not None:
+        query = query.where(repository.c.name == repository_name)
+    if status is not None:
+        query = query.where(backfill_report.c.status == status)
+    rows = conn.execute(query).mappings().all()
+    ids = [row["id"] for row in rows]
+    records: dict[int, list[dict[str, Any]]] = {}
+    if ids:
+        found = conn.execute(
+            sa.select(
+                backfill_record,
+                last.c.revision.label("last_revision"),
+            )
+            .outerjoin(last, last.c.id == backfill_record.c.last_push_id)
+            .where(backfill_record.c.report_id.in_(ids))
+            .order_by(backfill_record.c.id)
+        ).mappings()
+        for rec in found:
+            item = {name: rec[name] for name in RECORD_FIELDS}
+            item["last_push_examined"] = rec["last_revision"]
+            item["manifests"] = rec["context"].get("test_manifests", [])
+            item["window"] = len(rec["context"].get("window", []))
+            item["triggered_at"] = _iso(rec["triggered_at"])
+            records.setdefault(rec["report_id"], []).append(item)
+    return [
+        {
+            "id": row["id"],
+            "repository": row["repository"],
+            "revision": row["revision"],
+            "label": row["label"],
+            "source": row["source"],
+            "strategy": row["strategy"],
+            "same_manifests": row["same_manifests"],
+            "tests": row["tests"],
+            "fail_rate": row["fail_rate"],
+            "cases": len(row["case_ids"] or []),
+            "status": row["status"],
+            "culprit_revision": row["culprit_revision"],
+            "reason": row["reason"],
+            "opened_at": _iso(row["opened_at"]),
+            "closed_at": _iso(row["closed_at"]),
+            "records": records.get(row["id"], []),
+        }
+        for row in rows
+    ]
+
+
+def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
+    """Every report that named a culprit: its failing tests, original and culprit revisions."""
+    original = push.alias("original")
+    rows = conn.execute(
+        sa.select(
+            backfill_report.c.id,
+            backfill_report.c.tests,
+            backfill_report.c.label,
+            original.c.revision,
+            backfill_report.c.culprit_revision,
+        )
+        .join(original, original.c.id == backfill_report.c.push_id)
+        .where(backfill_report.c.culprit_revision.is_not(None))
+        .order_by(backfill_report.c.id)
+    ).all()
+    return [
+        {
+            "report": r.id,
+            "tests": r.tests,
+            "label": r.label,
+            "revision": r.revision,
+            "culprit_revision": r.culprit_revision,
+        }
+        for r in rows
+    ]

@@ -1,0 +1,151 @@
+"""Backfill strategies: how to choose the pushes to run, interchangeable behind one interface.
+
+A strategy sees the search so far (the window of pushes, what each showed, what is still
+coming) and decides: request runs on some pushes, wait, look further back, name the
+culprit, or give up. Both built-in strategies ask for the original's manifest set when
+`same_manifests` is on. Adding one is a class with `@register`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sheriff.backfill.settings import BackfillSettings
+from sheriff.errors import InputError
+from sheriff.model.backfill import Outcome, Step, find_culprit, plan_bisect, runs_needed
+
+REGISTRY: dict[str, type[BackfillStrategy]] = {}
+
+
+def register(cls: type[BackfillStrategy]) -> type[BackfillStrategy]:
+    """Make a strategy available by its `name`."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def backfill_strategy(name: str) -> BackfillStrategy:
+    """The registered backfill strategy called `name`."""
+    try:
+        return REGISTRY[name]()
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise InputError(f"unknown backfill strategy {name!r}; known: {known}") from None
+
+
+@dataclass(frozen=True)
+class Search:
+    """The state of one record's search, window indices oldest first (last: the regression)."""
+
+    outcomes: list[Outcome]
+    clean_runs: list[int]  # finished clean runs per push
+    requested: set[int]  # pushes sheriff asked runs for
+    waiting: set[int]  # pushes whose requested runs are still coming
+    untestable: frozenset[int]
+    needed: int  # clean runs that make a push clean
+    same_manifests: bool
+    can_extend: bool
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Runs to ask CI for through one action."""
+
+    action: str  # the actions strategy: backfill | backfill-task
+    pushes: tuple[int, ...]  # window indices that will get runs
+    times: int
+    with_manifests: bool = True  # backfill-task: pass the original's test_manifests
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do now; nothing set means wait."""
+
+    requests: list[RunRequest] = field(default_factory=list)
+    culprit: int | None = None
+    extend: bool = False
+    fail: str | None = None
+
+
+class BackfillStrategy(ABC):
+    """One way of searching for the culprit push."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
+        """Clean runs on a push before it counts as clean."""
+
+    @abstractmethod
+    def decide(self, search: Search) -> Decision:
+        """The next step of the search."""
+
+
+@register
+class Linear(BackfillStrategy):
+    """Today's practice: Gecko's `backfill` over the previous pushes at once, then read them."""
+
+    name = "linear"
+
+    def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
+        return settings.linear_times
+
+    def decide(self, search: Search) -> Decision:
+        earlier = tuple(range(len(search.outcomes) - 1))
+        if not search.requested and earlier:
+            if search.same_manifests:
+                # Gecko's backfill runs the task's own manifests on every earlier push.
+                return Decision([RunRequest("backfill", earlier, search.needed)])
+            return Decision(
+                [
+                    RunRequest("backfill-task", (i,), search.needed, with_manifests=False)
+                    for i in earlier
+                ]
+            )
+        if search.waiting:
+            return Decision()
+        culprit = find_culprit(search.outcomes)
+        if culprit is not None:
+            return Decision(culprit=culprit)
+        if Outcome.CLEAN not in search.outcomes[:-1]:
+            return Decision(fail="no clean push within the backfill depth")
+        return Decision(fail="the push after the newest clean one did not reproduce the failure")
+
+
+@register
+class Bisect(BackfillStrategy):
+    """`backfill-task` on the middle of the suspect range until one push is left."""
+
+    name = "bisect"
+
+    def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
+        return runs_needed(
+            fail_rate,
+            miss_probability=settings.miss_probability,
+            max_runs=settings.max_runs_per_push,
+        )
+
+    def decide(self, search: Search) -> Decision:
+        if search.waiting:
+            return Decision()
+        plan = plan_bisect(search.outcomes, search.untestable)
+        if plan.step is Step.FOUND:
+            return Decision(culprit=plan.culprit)
+        if plan.step is Step.EXTEND:
+            if search.can_extend:
+                return Decision(extend=True)
+            return Decision(fail="the failure reproduces on the oldest push searched")
+        if plan.step is Step.STUCK:
+            return Decision(fail="no testable push left between the clean and the failing one")
+        return Decision(
+            [
+                RunRequest(
+                    "backfill-task",
+                    (i,),
+                    max(1, search.needed - search.clean_runs[i]),
+                    with_manifests=search.same_manifests,
+                )
+                for i in plan.pushes
+            ]
+        )

@@ -1,0 +1,161 @@
+"""A tiny CI for backfill tests: pushes, runs with failure lines, and a fake action sender.
+
+`FakeCI` plays what Gecko's actions would do with the requests the engine enqueues: it
+creates the backfilled runs on the right pushes, each failing or passing by a known
+culprit push and failure rate, with a run observation as triage would have stored it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from sheriff.model.job import job_from_task
+from sheriff.store.loader import load_jobs
+from sheriff.store.schema import job, run_observation, triage_case
+from tests.factories import make_task, new_task_id
+
+START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+LABEL = "test-linux1804-64-qr/opt-mochitest-browser-chrome-1"
+A, B, C, D = "a/browser.toml", "b/browser.toml", "c/browser.toml", "d/browser.toml"
+TEST = "a/browser_regressed.js"
+LINE = f"TEST-UNEXPECTED-FAIL | {TEST} | expected true, got false"
+NOISE = "TEST-UNEXPECTED-TIMEOUT | d/browser_flaky.js | timed out"
+
+
+def revision(index: int) -> str:
+    return f"{index:040x}"
+
+
+@dataclass
+class FakeCI:
+    """Pushes 0..n-1 of one repository, a regression at `culprit` failing at `rate`."""
+
+    engine: sa.Engine
+    pushes: int = 30
+    culprit: int = 11
+    rate: float = 1.0
+    seed: int = 1
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    created_runs: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    # -- history -------------------------------------------------------------------------
+
+    def chunk(self, index: int) -> list[str]:
+        """Dynamic chunking: the label runs A only on even pushes."""
+        return [A, B] if index % 2 == 0 else [C, D]
+
+    def fails(self, index: int, manifests: list[str]) -> bool:
+        return A in manifests and index >= self.culprit and self.rng.random() < self.rate
+
+    def add_run(
+        self,
+        index: int,
+        manifests: list[str],
+        *,
+        action: str | None = None,
+        failed: bool | None = None,
+        state: str = "completed",
+        lines: list[str] | None = None,
+        observe: bool = True,
+        platform: str = "linux1804-64-qr",
+    ) -> int:
+        failed = self.fails(index, manifests) if failed is None else failed
+        task = make_task(
+            revision=revision(index),
+            pushlog_id=index + 1,
+            label=LABEL,
+            manifests=manifests,
+            platform=platform,
+            action=action,
+            created=(START + timedelta(minutes=12 * index)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            task_group_id=f"decision{index:03d}".ljust(22, "x"),
+        )
+        run: dict[str, Any] | None = None
+        if state == "completed":
+            run = {"runId": 0, "state": "failed" if failed else "completed"}
+        elif state == "running":
+            run = {"runId": 0, "state": "running"}
+        task_id = new_task_id()
+        with self.engine.begin() as conn:
+            load_jobs(conn, [job_from_task(task_id, task, 0, run)])
+            job_id = conn.execute(sa.select(job.c.id).where(job.c.task_id == task_id)).scalar_one()
+            if failed and observe and state == "completed":
+                shown = lines if lines is not None else [LINE]
+                conn.execute(
+                    sa.insert(run_observation).values(
+                        job_id=job_id,
+                        parse_status="parsed",
+                        failure_lines=shown,
+                        updated_at=START,
+                    )
+                )
+        return job_id
+
+    def history(self) -> None:
+        """One scheduled run of the label per push; the regression's push gets retriggers."""
+        for index in range(self.pushes):
+            self.add_run(index, self.chunk(index))
+
+    def regression_case(self, index: int, retriggers: int = 5) -> int:
+        """A failed original on push `index` with its retriggers, and its regression case."""
+        job_id = self.add_run(index, [A, B], failed=True, lines=[LINE, NOISE])
+        for _ in range(retriggers):
+            self.add_run(index, [A, B], action="retrigger")
+        with self.engine.begin() as conn:
+            push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == job_id)).scalar()
+            return conn.execute(
+                sa.insert(triage_case)
+                .values(
+                    job_id=job_id,
+                    push_id=push_id,
+                    label=LABEL,
+                    state="decided",
+                    verdict="regression",
+                    policy="seed",
+                    opened_at=START,
+                    updated_at=START,
+                )
+                .returning(triage_case.c.id)
+            ).scalar_one()
+
+    # -- the actions Gecko would run ---------------------------------------------------------
+
+    def enqueue(self, conn: sa.Connection, key: str, strategy_name: str, **kw: Any) -> None:
+        if any(s["key"] == key for s in self.sent):
+            return
+        self.sent.append({"key": key, "strategy": strategy_name, **kw})
+
+    def run_requests(self) -> None:
+        """Create the runs for every request not yet played."""
+        for request in self.sent:
+            if request.get("played"):
+                continue
+            request["played"] = True
+            inp = request["input"]
+            if request["strategy"] == "backfill":
+                origin = int(request["revision"], 16)
+                for index in range(origin - 1, max(-1, origin - inp["depth"] - 1), -1):
+                    for _ in range(inp["times"]):
+                        # Gecko's backfill runs the original task's manifests.
+                        self.add_run(index, [A, B], action="backfill-task")
+                        self.created_runs += 1
+            else:
+                index = int(request["revision"], 16)
+                manifests = inp.get("test_manifests") or self.chunk(index)
+                for _ in range(inp["times"]):
+                    self.add_run(index, list(manifests), action="backfill-task")
+                    self.created_runs += 1
+
+
+@pytest.fixture
+def ci(engine: sa.Engine) -> FakeCI:
+    return FakeCI(engine)

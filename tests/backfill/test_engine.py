@@ -1,0 +1,184 @@
+"""A report's whole life: opened → matured → backfilled → culprit named, or failed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from sheriff.backfill import (
+    BackfillSettings,
+    advance_backfills,
+    open_report_for_case,
+    reports,
+)
+from sheriff.store.schema import backfill_record, backfill_report
+from tests.backfill.conftest import LINE, START, TEST, A, B, FakeCI, revision
+
+HOUR = timedelta(hours=1)
+
+
+def _open(ci: FakeCI, index: int = 20, **settings) -> int:
+    case = ci.regression_case(index)
+    with ci.engine.begin() as conn:
+        report_id = open_report_for_case(conn, case, START, BackfillSettings(**settings))
+    assert report_id is not None
+    return report_id
+
+
+def _play(ci: FakeCI, settings: BackfillSettings, *, passes: int = 12) -> list[dict]:
+    now = START + HOUR
+    for _ in range(passes):
+        advance_backfills(ci.engine, now=now, actions=ci.enqueue, settings=settings)
+        ci.run_requests()
+        now += HOUR / 2
+    with ci.engine.connect() as conn:
+        return reports(conn)
+
+
+def test_a_regression_opens_one_report_with_the_regressed_lines(ci: FakeCI) -> None:
+    ci.history()
+    report_id = _open(ci)
+    with ci.engine.connect() as conn:
+        report = conn.execute(sa.select(backfill_report)).one()
+        record = conn.execute(sa.select(backfill_record)).one()
+    assert report.id == report_id
+    # The noise line no retrigger showed is the run's own intermittent: left out.
+    assert report.failure_lines == [LINE]
+    assert report.tests == [TEST]
+    assert report.fail_rate == 1.0
+    assert record.status == "preliminary"
+    assert record.context["manifests"] == ["a/browser.toml", "b/browser.toml"]
+    assert record.context["test_manifests"] == ["a/browser.toml", "b/browser.toml"]
+
+
+def test_opening_twice_or_for_the_same_tests_joins_the_report(ci: FakeCI) -> None:
+    ci.history()
+    first = _open(ci, 20)
+    case = ci.regression_case(16)  # the same regression, seen on an older push
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        assert open_report_for_case(conn, case, START) == first
+    with ci.engine.connect() as conn:
+        report = conn.execute(sa.select(backfill_report)).one()
+        record = conn.execute(sa.select(backfill_record)).one()
+    assert len(report.case_ids) == 2
+    assert report.push_id == record.context["push_id"]  # moved to the older push
+    assert record.context["push_id"] != first
+
+
+def test_a_setting_turns_reports_off(ci: FakeCI) -> None:
+    ci.history()
+    case = ci.regression_case(20)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START, BackfillSettings(enabled=False)) is None
+
+
+def test_nothing_happens_before_the_report_matures(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci)
+    summary = advance_backfills(ci.engine, now=START + timedelta(minutes=5), actions=ci.enqueue)
+    assert summary.requests == 0 and not ci.sent
+    with ci.engine.connect() as conn:
+        assert conn.execute(sa.select(backfill_record.c.status)).scalar() == "preliminary"
+
+
+def test_linear_backfill_names_the_culprit(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci, strategy="linear")
+    settings = BackfillSettings(strategy="linear")
+    [report] = _play(ci, settings)
+    assert [s["strategy"] for s in ci.sent] == ["backfill"]
+    assert ci.sent[0]["input"] == {"depth": 19, "times": 1}
+    assert report["status"] == "culprit"
+    assert report["culprit_revision"] == revision(11)
+    [record] = report["records"]
+    assert record["status"] == "successful"
+    assert record["actions_triggered"] == 1
+    assert record["runs_failed"] + record["runs_successful"] == 19
+
+
+def test_bisect_finds_an_intermittent_culprit_with_fewer_runs(engine) -> None:
+    ci = FakeCI(engine, rate=0.5, seed=3)
+    ci.history()
+    _open(ci, strategy="bisect")
+    [report] = _play(ci, BackfillSettings(strategy="bisect"))
+    assert report["status"] == "culprit"
+    assert report["culprit_revision"] == revision(11)
+    assert {s["strategy"] for s in ci.sent} == {"backfill-task"}
+    assert all(
+        s["input"]["test_manifests"] == ["a/browser.toml", "b/browser.toml"] for s in ci.sent
+    )
+    assert report["records"][0]["iterations"] >= 3
+
+
+def test_label_based_backfill_is_fooled_by_dynamic_chunking(engine) -> None:
+    ci = FakeCI(engine)
+    ci.history()
+    _open(ci, strategy="linear", same_manifests=False)
+    [report] = _play(ci, BackfillSettings(strategy="linear", same_manifests=False))
+    assert all("test_manifests" not in s["input"] for s in ci.sent)
+    # On odd pushes the label ran other manifests: they look clean after the culprit.
+    assert report["culprit_revision"] != revision(11)
+
+
+def test_a_record_that_never_gets_its_runs_fails_on_timeout(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci)
+    settings = BackfillSettings(timeout_hours=4)
+    advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    advance_backfills(ci.engine, now=START + 2 * HOUR, actions=ci.enqueue, settings=settings)
+    summary = advance_backfills(
+        ci.engine, now=START + 5 * HOUR, actions=ci.enqueue, settings=settings
+    )
+    assert summary.statuses == {"failed": 1}
+    with ci.engine.connect() as conn:
+        [report] = reports(conn)
+    assert report["status"] == "failed"
+    assert report["reason"].startswith("timed out")
+
+
+def test_daily_limit_per_platform_holds_records_back(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci, 20)
+    settings = BackfillSettings(max_per_platform_per_day=0)
+    advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    assert not ci.sent
+    with ci.engine.connect() as conn:
+        record = conn.execute(sa.select(backfill_record)).one()
+    assert record.status == "ready"
+    assert "a day" in record.reason
+
+
+def test_repeated_passes_ask_once(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci)
+    settings = BackfillSettings(strategy="bisect")
+    advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    first = [s["key"] for s in ci.sent]
+    for _ in range(2):
+        advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    assert first and [s["key"] for s in ci.sent] == first
+    with ci.engine.connect() as conn:
+        assert conn.execute(sa.select(backfill_record.c.iterations)).scalar() == 1
+
+
+def test_waits_for_runs_that_are_still_running(ci: FakeCI) -> None:
+    ci.history()
+    _open(ci)
+    settings = BackfillSettings(strategy="bisect")
+    advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    for request in ci.sent:
+        request["played"] = True
+        ci.add_run(
+            int(request["revision"], 16),
+            [A, B],
+            action="backfill-task",
+            state="running",
+        )
+    summary = advance_backfills(
+        ci.engine, now=START + 2 * HOUR, actions=ci.enqueue, settings=settings
+    )
+    assert summary.requests == 0
+    with ci.engine.connect() as conn:
+        assert conn.execute(sa.select(backfill_record.c.runs_in_progress)).scalar() == len(ci.sent)
