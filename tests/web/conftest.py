@@ -24,7 +24,13 @@ from sheriff.config import Settings, load_settings
 from sheriff.model.job import job_from_task
 from sheriff.store.loader import load_jobs, load_push_manifests
 from sheriff.store.queries import find_push_id
-from sheriff.store.schema import job, run_observation, triage_case
+from sheriff.store.schema import (
+    backfill_record,
+    backfill_report,
+    job,
+    run_observation,
+    triage_case,
+)
 from sheriff.web import create_app
 from tests.factories import make_task, new_task_id
 
@@ -52,6 +58,7 @@ class World:
     jobs: dict[str, int] = field(default_factory=dict)
     task_ids: dict[str, str] = field(default_factory=dict)
     cases: dict[str, int] = field(default_factory=dict)
+    report_id: int = 0
 
 
 def _job(
@@ -151,6 +158,68 @@ def build_world(engine: Engine) -> World:
                     updated_at=now,
                 )
             )
+        push = world.push_ids
+        at = now.isoformat()
+        world.report_id = conn.execute(
+            backfill_report.insert()
+            .values(
+                repository_id=1,
+                push_id=push[3],
+                job_id=world.jobs["p3-bc"],
+                case_id=world.cases["p3-bc"],
+                source="regression",
+                label=bc,
+                strategy="linear",
+                same_manifests=True,
+                tests=["dom/base/test/browser_a1.js"],
+                failure_lines=[FAILURE],
+                fail_rate=1.0,
+                case_ids=[world.cases["p3-bc"]],
+                status="culprit",
+                culprit_push_id=push[2],
+                culprit_revision=revision(2),
+                opened_at=now,
+                mature_at=now,
+                closed_at=now,
+                updated_at=now,
+            )
+            .returning(backfill_report.c.id)
+        ).scalar_one()
+        conn.execute(
+            backfill_record.insert().values(
+                report_id=world.report_id,
+                job_id=world.jobs["p3-bc"],
+                label=bc,
+                platform=LINUX,
+                option_collection="opt",
+                tier=1,
+                manifest_set_id=conn.execute(
+                    sa.select(job.c.manifest_set_id).where(job.c.id == world.jobs["p3-bc"])
+                ).scalar(),
+                context={
+                    "window": [push[i] for i in range(4)],
+                    "outcomes": {
+                        str(push[0]): "clean",
+                        str(push[1]): "clean",
+                        str(push[2]): "failing",
+                        str(push[3]): "failing",
+                    },
+                    "requested": {
+                        str(push[1]): [{"times": 2, "at": at}],
+                        str(push[2]): [{"times": 1, "at": at}],
+                    },
+                    "untestable": [],
+                },
+                status="successful",
+                actions_triggered=2,
+                runs_successful=2,
+                runs_failed=1,
+                iterations=2,
+                created_at=now,
+                triggered_at=now,
+                updated_at=now,
+            )
+        )
     return world
 
 

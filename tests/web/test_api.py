@@ -163,3 +163,26 @@ def test_openapi_describes_every_endpoint(serve) -> None:
         "/api/project/{repo}/jobs/{job_id}/retrigger/",
     ):
         assert path in paths
+
+
+def test_backfills_with_window_and_culprit(world, serve) -> None:
+    api = serve()
+    answer = api.get("/api/backfills", params={"repo": REPO, "status": "culprit"})
+    assert answer.status_code == 200, answer.text
+    (report,) = answer.json()["results"]
+    assert report["culprit_revision"] == revision(2)
+    assert report["runs_requested"] == 3
+    (record,) = report["records"]
+    assert record["manifests"] == [A, B]
+    strip = [(p["revision"], p["outcome"], p["culprit"]) for p in record["window"]]
+    assert strip == [
+        (revision(0), "clean", False),
+        (revision(1), "clean", False),
+        (revision(2), "failing", True),
+        (revision(3), "failing", False),
+    ]
+    one = api.get(f"/api/backfills/{world.report_id}").json()
+    assert one["id"] == world.report_id and one["records"][0]["runs_requested"] == 3
+    assert api.get("/api/backfills", params={"status": "open"}).json()["results"] == []
+    assert api.get("/api/backfills/999999").status_code == 404
+    assert api.get("/api/backfills", params={"repo": "nope"}).status_code == 404

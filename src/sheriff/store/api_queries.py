@@ -15,6 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.store.schema import (
+    backfill_record,
+    backfill_report,
     job,
     job_group,
     job_type,
@@ -493,3 +495,172 @@ def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any
     for j in jobs:
         j["p_regression"] = p_by_case.get(j["case_id"])
     return jobs
+
+
+# -- backfills -----------------------------------------------------------------------------
+
+
+@dataclass
+class BackfillFilter:
+    """What a backfill list may be narrowed to; empty fields do not filter."""
+
+    repository_id: int | None = None
+    push_id: int | None = None
+    status: str | None = None
+    source: str | None = None
+    label: str | None = None
+
+
+def _report_row(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "repository": row.repository,
+        "revision": row.revision,
+        "push_id": row.push_id,
+        "job_id": row.job_id,
+        "case_id": row.case_id,
+        "source": row.source,
+        "label": row.label,
+        "strategy": row.strategy,
+        "same_manifests": row.same_manifests,
+        "tests": list(row.tests or []),
+        "failure_lines": list(row.failure_lines or []),
+        "fail_rate": row.fail_rate,
+        "status": row.status,
+        "culprit_push_id": row.culprit_push_id,
+        "culprit_revision": row.culprit_revision,
+        "reason": row.reason,
+        "opened_at": utc(row.opened_at),
+        "mature_at": utc(row.mature_at),
+        "closed_at": utc(row.closed_at),
+        "updated_at": utc(row.updated_at),
+    }
+
+
+def list_backfills(
+    conn: sa.Connection, filters: BackfillFilter, *, offset: int = 0, count: int = 50
+) -> list[dict[str, Any]]:
+    """Backfill reports, newest first, each with its records and their push windows."""
+    stmt = (
+        sa.select(backfill_report, repository.c.name.label("repository"), push.c.revision)
+        .join(push, push.c.id == backfill_report.c.push_id)
+        .join(repository, repository.c.id == backfill_report.c.repository_id)
+    )
+    if filters.repository_id is not None:
+        stmt = stmt.where(backfill_report.c.repository_id == filters.repository_id)
+    if filters.push_id is not None:
+        stmt = stmt.where(backfill_report.c.push_id == filters.push_id)
+    if filters.status:
+        stmt = stmt.where(backfill_report.c.status == filters.status)
+    if filters.source:
+        stmt = stmt.where(backfill_report.c.source == filters.source)
+    if filters.label:
+        stmt = stmt.where(backfill_report.c.label == filters.label)
+    stmt = (
+        stmt.order_by(backfill_report.c.opened_at.desc(), backfill_report.c.id.desc())
+        .offset(offset)
+        .limit(count)
+    )
+    reports = [_report_row(r) for r in conn.execute(stmt)]
+    _add_records(conn, reports)
+    return reports
+
+
+def get_backfill(conn: sa.Connection, report_id: int) -> dict[str, Any] | None:
+    """One backfill report with its records and their push windows."""
+    row = conn.execute(
+        sa.select(backfill_report, repository.c.name.label("repository"), push.c.revision)
+        .join(push, push.c.id == backfill_report.c.push_id)
+        .join(repository, repository.c.id == backfill_report.c.repository_id)
+        .where(backfill_report.c.id == report_id)
+    ).first()
+    if row is None:
+        return None
+    reports = [_report_row(row)]
+    _add_records(conn, reports)
+    return reports[0]
+
+
+def _add_records(conn: sa.Connection, reports: list[dict[str, Any]]) -> None:
+    for report in reports:
+        report["records"] = []
+        report["runs_requested"] = 0
+    if not reports:
+        return
+    by_id = {r["id"]: r for r in reports}
+    records = conn.execute(
+        sa.select(backfill_record)
+        .where(backfill_record.c.report_id.in_(list(by_id)))
+        .order_by(backfill_record.c.id)
+    ).all()
+    push_ids: set[int] = set()
+    for record in records:
+        context = record.context if isinstance(record.context, dict) else {}
+        push_ids.update(p for p in context.get("window") or [] if isinstance(p, int))
+    pushes = {
+        row.id: row
+        for row in conn.execute(
+            sa.select(push.c.id, push.c.revision, push.c.push_time, push.c.author).where(
+                push.c.id.in_(sorted(push_ids))
+            )
+        )
+    }
+    manifests = manifests_of_sets(
+        conn, {r.manifest_set_id for r in records if r.manifest_set_id is not None}
+    )
+    for record in records:
+        report = by_id[record.report_id]
+        window = _window(record.context, pushes, report["culprit_push_id"])
+        requested = sum(p["runs_requested"] for p in window)
+        report["runs_requested"] += requested
+        report["records"].append(
+            {
+                "id": record.id,
+                "job_id": record.job_id,
+                "label": record.label,
+                "platform": record.platform,
+                "option_collection": record.option_collection,
+                "tier": record.tier,
+                "manifests": manifests.get(record.manifest_set_id, []),
+                "status": record.status,
+                "actions_triggered": record.actions_triggered,
+                "runs_in_progress": record.runs_in_progress,
+                "runs_successful": record.runs_successful,
+                "runs_failed": record.runs_failed,
+                "runs_requested": requested,
+                "iterations": record.iterations,
+                "reason": record.reason,
+                "created_at": utc(record.created_at),
+                "triggered_at": utc(record.triggered_at),
+                "updated_at": utc(record.updated_at),
+                "window": window,
+            }
+        )
+
+
+def _window(context: Any, pushes: dict[int, Any], culprit: int | None) -> list[dict[str, Any]]:
+    """The record's suspect range, oldest push first, with each push's outcome so far."""
+    if not isinstance(context, dict):
+        return []
+    outcomes = context.get("outcomes") or {}
+    requested = context.get("requested") or {}
+    untestable = set(context.get("untestable") or [])
+    window = []
+    for push_id in context.get("window") or []:
+        found = pushes.get(push_id)
+        if found is None:
+            continue  # cycled away
+        asks = requested.get(str(push_id)) or []
+        window.append(
+            {
+                "push_id": push_id,
+                "revision": found.revision,
+                "author": found.author,
+                "push_time": utc(found.push_time),
+                "outcome": str(outcomes.get(str(push_id), "unknown")),
+                "untestable": push_id in untestable,
+                "runs_requested": sum(int(a.get("times", 0)) for a in asks if isinstance(a, dict)),
+                "culprit": push_id == culprit,
+            }
+        )
+    return window

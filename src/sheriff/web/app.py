@@ -33,7 +33,7 @@ def create_app(
 ) -> FastAPI:
     """The app serving `engine`'s data; writes dispatch through `protocol_factory`
     (True: the configured Taskcluster; None: only record requests for the next pass)."""
-    from sheriff.web.api import actions, read
+    from sheriff.web.api import actions, backfills, read
 
     app = FastAPI(
         title="sheriff",
@@ -47,7 +47,7 @@ def create_app(
     )
     app.include_router(read.router)
     app.include_router(actions.router)
-    _include_optional(app)
+    app.include_router(backfills.router)
 
     @app.exception_handler(sqlalchemy.exc.DataError)
     def _data_error(_: Request, exc: sqlalchemy.exc.DataError) -> JSONResponse:
@@ -55,12 +55,3 @@ def create_app(
         return JSONResponse({"detail": f"invalid value: {exc.orig}"}, status_code=422)
 
     return app
-
-
-def _include_optional(app: FastAPI) -> None:
-    """Routers that depend on tables other engineers are still adding."""
-    try:
-        from sheriff.web.api import backfills
-    except ImportError:  # the backfill tables are not in this tree yet
-        return
-    app.include_router(backfills.router)

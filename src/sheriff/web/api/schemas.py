@@ -147,3 +147,62 @@ class ActionRequestOut(BaseModel):
 
 class ActionsOut(BaseModel):
     requests: list[ActionRequestOut]
+
+
+class WindowPushOut(BaseModel):
+    push_id: int
+    revision: str
+    author: str | None
+    push_time: datetime
+    outcome: str = Field(description="failing, clean or unknown")
+    untestable: bool
+    runs_requested: int
+    culprit: bool
+
+
+class BackfillRecordOut(BaseModel):
+    id: int
+    job_id: int
+    label: str
+    platform: str
+    option_collection: str
+    tier: int
+    manifests: list[str]
+    status: str
+    actions_triggered: int
+    runs_in_progress: int
+    runs_successful: int
+    runs_failed: int
+    runs_requested: int
+    iterations: int
+    reason: str | None
+    created_at: datetime
+    triggered_at: datetime | None
+    updated_at: datetime
+    window: list[WindowPushOut] = Field(description="the suspect range, oldest push first")
+
+
+class BackfillOut(BaseModel):
+    id: int
+    repository: str
+    revision: str
+    push_id: int
+    job_id: int
+    case_id: int | None
+    source: str
+    label: str
+    strategy: str
+    same_manifests: bool
+    tests: list[Any]
+    failure_lines: list[Any]
+    fail_rate: float
+    status: str
+    culprit_push_id: int | None
+    culprit_revision: str | None
+    reason: str | None
+    opened_at: datetime
+    mature_at: datetime
+    closed_at: datetime | None
+    updated_at: datetime
+    runs_requested: int
+    records: list[BackfillRecordOut]
