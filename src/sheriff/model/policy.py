@@ -4,26 +4,31 @@ A policy looks at a `CaseEvidence` (the original run, the other runs of the same
 the push, the runs requested but not visible yet) and returns a `Decision`: ask for n
 more runs, wait, or give a verdict (regression / intermittent), always with the evidence
 that decided. It is pure: the caller gathers the facts, stores the decision and sends
-what it asks for. Usage::
+what it asks for. Usage (the facts come from Treeherder and Taskcluster; see RunEvidence):
 
-    from sheriff.model.policy import CaseEvidence, RunEvidence, get_policy
+    >>> from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+    >>> from sheriff.model.policy import CaseEvidence, RunEvidence, get_policy
+    >>> suggestions = [{"search": "TEST-UNEXPECTED-FAIL | dom/test_a.html | got 0.25"}]
+    >>> evidence = CaseEvidence(
+    ...     original=RunEvidence(
+    ...         "fZ0", resolved=True, result="testfailed", lines_known=True,
+    ...         failure_lines=tuple(failure_lines_from_bug_suggestions(suggestions)),
+    ...     ),
+    ...     retriggers=(RunEvidence("Qx1", requested_by_sheriff=True),),  # still pending
+    ...     requested_not_visible=2,  # an action task asked for 2 runs, not created yet
+    ... )
+    >>> decision = get_policy("seed").decide(evidence)
+    >>> decision.kind, decision.retriggers  # 1 original + 1 retrigger + 2 requested, 6 wanted
+    (<DecisionKind.RETRIGGER: 'retrigger'>, 2)
+    >>> decision.case_state
+    <CaseState.PLANNED: 'planned'>
+    >>> decision.to_dict()["lines"]  # JSON-ready evidence, stored with the case
+    [{'line': 'TEST-UNEXPECTED-FAIL | dom/test_a.html | got <n>', 'retriggers': 0, 'task_ids': []}]
 
-    evidence = CaseEvidence(
-        original=RunEvidence(
-            "fZ0", resolved=True, result="testfailed", lines_known=True,
-            failure_lines=("TEST-UNEXPECTED-FAIL | dom/test_a.html | got <n>",),
-        ),
-        retriggers=(RunEvidence("Qx1", requested_by_sheriff=True),),  # pending
-        requested_not_visible=2,  # an action task asked for 2, not created yet
-    )
-    decision = get_policy("seed").decide(evidence)
-    decision.kind        # DecisionKind.RETRIGGER
-    decision.retriggers  # 2: 1 original + 1 retrigger + 2 requested = 4 of 6 wanted
-    decision.case_state  # CaseState.PLANNED
-    decision.to_dict()   # JSON-ready, to store with the case
-
-Policies: `seed` (SPEC §3 steps 6-8, exact) and `seed-early` (same verdicts, decided as
-soon as they can no longer change, cancelling the runs no longer needed). The rules as
+Policies: `seed` (SPEC §3 steps 6-8, exact); `seed-early` (same verdicts, decided as soon
+as they can no longer change, cancelling the runs no longer needed, retriggers asked for
+in waves so that fewer are spent); `seed-early-all` (the same, but every missing run asked
+for at once, as seed does: faster verdicts, more runs). The rules as
 implemented, with the tests that prove them, are in docs/triage-rules.md.
 """
 
@@ -47,6 +52,7 @@ __all__ = [
     "LineReproduction",
     "Policy",
     "RunEvidence",
+    "SeedEarlyAllAtOncePolicy",
     "SeedEarlyPolicy",
     "SeedPolicy",
     "StructuredReproduction",
@@ -324,10 +330,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _plan_or_wait(policy: Policy, evidence: CaseEvidence, tally: _Tally) -> Decision | None:
-    """SPEC §3 steps 6-7: ask for the missing runs, then wait until every run is settled."""
+def _plan_or_wait(
+    policy: Policy, evidence: CaseEvidence, tally: _Tally, ask: int | None = None
+) -> Decision | None:
+    """SPEC §3 steps 6-7: ask for missing runs (all, or `ask` of them), then wait for all."""
     facts = _evidence(policy, evidence, tally)
-    missing = evidence.runs_missing
+    missing = evidence.runs_missing if ask is None else min(ask, evidence.runs_missing)
     if missing:
         have = evidence.runs_existing_or_requested
         reason = (
@@ -394,33 +402,49 @@ class SeedPolicy:
 
 @_register
 class SeedEarlyPolicy:
-    """The seed rule, decided as soon as the outcome can no longer change."""
+    """The seed rule, decided as soon as it cannot change; retriggers asked for in waves."""
 
     name: ClassVar[str] = "seed-early"
+    staged: ClassVar[bool] = True
     rule: ClassVar[str] = (
         "The seed rule, decided as soon as its outcome is certain: regression once "
         "min_reproductions retriggers have shown a failure line of the original; "
         "intermittent once the retriggers still to come (unsettled, requested, or not yet "
         "asked for up to runs_wanted) cannot bring the count to min_reproductions, or the "
         "original has no failure line. Unresolved retriggers sheriff asked for are then "
-        "cancelled."
+        "cancelled. Retriggers are asked for in waves: only as many as could still make "
+        "the verdict regression, counting the runs in flight, never beyond runs_wanted."
     )
 
     def decide(self, evidence: CaseEvidence) -> Decision:
         tally = _tally(evidence)
+        in_flight = len(tally.unsettled) + evidence.requested_not_visible
+        found = len(tally.reproducing)
         if tally.original_ready:
-            found = len(tally.reproducing)
-            can_still_come = (
-                len(tally.unsettled) + evidence.requested_not_visible + evidence.runs_missing
-                if tally.lines
-                else 0
-            )
+            can_still_come = in_flight + evidence.runs_missing if tally.lines else 0
             if found >= evidence.min_reproductions or found + can_still_come < (
                 evidence.min_reproductions
             ):
                 why = "" if not can_still_come else f"; {can_still_come} more could not change it"
                 return _verdict(self, evidence, tally, why, _cancellable(evidence.retriggers))
-        return _plan_or_wait(self, evidence, tally) or _verdict(self, evidence, tally, "")
+        if not self.staged:
+            return _plan_or_wait(self, evidence, tally) or _verdict(self, evidence, tally, "")
+        # The next wave: just enough runs that, should they all reproduce, the verdict is due.
+        wave = min(evidence.runs_missing, max(0, evidence.min_reproductions - found - in_flight))
+        return _plan_or_wait(self, evidence, tally, wave) or _verdict(self, evidence, tally, "")
+
+
+@_register
+class SeedEarlyAllAtOncePolicy(SeedEarlyPolicy):
+    """Like seed-early, but asks for every missing run at once (faster, more runs)."""
+
+    name: ClassVar[str] = "seed-early-all"
+    staged: ClassVar[bool] = False
+    rule: ClassVar[str] = SeedEarlyPolicy.rule.replace(
+        "Retriggers are asked for in waves: only as many as could still make the verdict "
+        "regression, counting the runs in flight, never beyond runs_wanted.",
+        "All missing runs are asked for at once, as in seed.",
+    )
 
 
 def _cancellable(runs: Iterable[RunEvidence]) -> tuple[str, ...]:
@@ -429,7 +453,7 @@ def _cancellable(runs: Iterable[RunEvidence]) -> tuple[str, ...]:
 
 
 def get_policy(name: str) -> Policy:
-    """The policy registered under `name` (`seed`, `seed-early`)."""
+    """The policy registered under `name` (`seed`, `seed-early`, `seed-early-all`)."""
     try:
         return POLICIES[name]
     except KeyError:
