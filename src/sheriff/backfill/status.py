@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from sheriff.backfill.evidence import window_evidence
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
 RECORD_FIELDS = (
@@ -71,7 +72,7 @@ def reports(
             item = {name: rec[name] for name in RECORD_FIELDS}
             item["last_push_examined"] = rec["last_revision"]
             item["manifests"] = rec["context"].get("test_manifests", [])
-            item["window"] = len(rec["context"].get("window", []))
+            item["context"] = _context_points(conn, rec["context"], rec["job_id"])
             item["triggered_at"] = _iso(rec["triggered_at"])
             records.setdefault(rec["report_id"], []).append(item)
     return [
@@ -95,6 +96,40 @@ def reports(
         }
         for row in rows
     ]
+
+
+def _context_points(
+    conn: sa.Connection, context: dict[str, Any], job_id: int
+) -> list[dict[str, Any]]:
+    """The record's window oldest first, one point per push as Treeherder's record context."""
+    window = context.get("window") or []
+    if not window:
+        return []
+    found = window_evidence(conn, context, window)
+    pushes = {
+        row.id: row
+        for row in conn.execute(
+            sa.select(push.c.id, push.c.revision, push.c.push_time).where(push.c.id.in_(window))
+        )
+    }
+    outcomes = context.get("outcomes") or {}
+    points = []
+    for push_id in window:
+        runs = found.runs.get(push_id, [])
+        backfilled = [r.job_id for r in runs if r.backfilled]
+        points.append(
+            {
+                "push_id": push_id,
+                "push__revision": pushes[push_id].revision,
+                "push_timestamp": _iso(pushes[push_id].push_time),
+                "job_id": job_id
+                if push_id == context.get("push_id")
+                else (backfilled or [r.job_id for r in runs] or [None])[0],
+                "runs": len(runs),
+                "outcome": outcomes.get(str(push_id), "unknown"),
+            }
+        )
+    return points
 
 
 def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
