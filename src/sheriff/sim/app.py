@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import json
 from collections import Counter
 from typing import Any
@@ -134,6 +135,8 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         with world.lock:
             return raw('{"status":' + taskdefs.status_json(world, get_task(task_id)) + "}")
 
+    page_cache: dict[tuple[str, int, int], tuple[int, bytes, bytes]] = {}
+
     @app.get("/api/queue/v1/task-group/{group_id}/list")
     async def list_task_group(
         group_id: str, request: Request, continuationToken: str | None = None, limit: int = 1000
@@ -144,23 +147,19 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         with world.lock:
             members = world.groups.get(group_id)
             if members is None:
-                raise TaskclusterError(
-                    404, "ResourceNotFound", f"No task-group with taskGroupId: `{group_id}`"
-                )
-            page = members[offset : offset + limit]
-            parts = [
-                '{"status":'
-                + taskdefs.status_json(world, t)
-                + ',"task":'
-                + taskdefs.definition_json(world, t)
-                + "}"
-                for t in page
-            ]
-            more = offset + limit < len(members)
-        body = '{"taskGroupId":' + json.dumps(group_id) + ',"tasks":[' + ",".join(parts) + "]"
-        if more:
-            body += ',"continuationToken":' + json.dumps(_encode_token(offset + limit))
-        return raw(body + "}")
+                message = f"No task-group with taskGroupId: `{group_id}`"
+                raise TaskclusterError(404, "ResourceNotFound", message)
+            version = world.group_versions.get(group_id, 0)
+            key = (group_id, offset, limit)
+            cached = page_cache.get(key)
+            if cached is None or cached[0] != version:
+                body = _task_group_page(world, group_id, members, offset, limit).encode()
+                # Pages of resolved groups are asked for again and again: keep them compressed.
+                cached = page_cache[key] = (version, body, gzip.compress(body, 1, mtime=0))
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
+            return Response(cached[2], media_type=JSON, headers=headers)
+        return raw(cached[1])
 
     def _artifact_list(task: Task, run_id: int | None) -> dict[str, Any]:
         if not task.runs:
@@ -468,6 +467,24 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         return stats_of(counters)
 
     return app
+
+
+def _task_group_page(
+    world: World, group_id: str, members: list[Task], offset: int, limit: int
+) -> str:
+    page = members[offset : offset + limit]
+    parts = [
+        '{"status":'
+        + taskdefs.status_json(world, t)
+        + ',"task":'
+        + taskdefs.definition_json(world, t)
+        + "}"
+        for t in page
+    ]
+    body = '{"taskGroupId":' + json.dumps(group_id) + ',"tasks":[' + ",".join(parts) + "]"
+    if offset + limit < len(members):
+        body += ',"continuationToken":' + json.dumps(_encode_token(offset + limit))
+    return body + "}"
 
 
 def stats_of(counters: Counter[str]) -> dict[str, Any]:

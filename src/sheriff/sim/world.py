@@ -62,6 +62,7 @@ class World:
         self.pushes: list[Push] = []
         self.tasks: dict[str, Task] = {}
         self.groups: dict[str, list[Task]] = {}
+        self.group_versions: dict[str, int] = {}
         self.index: dict[str, str] = {}
         self.jobs: dict[int, Job] = {}
         self.jobs_by_task: dict[str, list[Job]] = {}
@@ -232,6 +233,12 @@ class World:
         self._add_task(task, self._draw_outcome(task, 0))
         return task
 
+    def _touch(self, task: Task) -> None:
+        """Note that a task's status changed (its cached JSON and its group's pages are stale)."""
+        task.status_json = None
+        group = task.push.decision_task_id
+        self.group_versions[group] = self.group_versions.get(group, 0) + 1
+
     def _add_task(self, task: Task, outcome: Outcome) -> None:
         self.tasks[task.task_id] = task
         self.groups.setdefault(task.push.decision_task_id, []).append(task)
@@ -242,7 +249,7 @@ class World:
             run_id=len(task.runs), reason_created=reason, scheduled=self.minutes, outcome=outcome
         )
         task.runs.append(run)
-        task.status_json = None
+        self._touch(task)
         self._at(self.minutes + outcome.wait, "start", (task, run))
         self._emit("task-pending", task, run)
 
@@ -255,7 +262,7 @@ class World:
         family = platform_os(self._platform_name(task))
         run.worker_group = _WORKER_GROUPS.get(family, "us-central1-b")
         run.worker_id = draws.slug(self.seed, "worker", task.task_id, run.run_id)[:12].lower()
-        task.status_json = None
+        self._touch(task)
         self._at(self.minutes + run.outcome.duration, "resolve", (task, run))
         self._emit("task-running", task, run)
 
@@ -280,7 +287,7 @@ class World:
             run.reason_resolved = "worker-shutdown" if pick else "claim-expired"
         else:
             run.reason_resolved = outcome.state
-        task.status_json = None
+        self._touch(task)
         self._emit(f"task-{outcome.state}", task, run)
         if outcome.state == "exception" and task.retries_left > 0:
             self._new_run(task, "retry", self._draw_outcome(task, run.run_id + 1))
@@ -295,7 +302,7 @@ class World:
                 run.state = "exception"
                 run.reason_resolved = "canceled"
                 run.resolved = self.minutes
-                task.status_json = None
+                self._touch(task)
                 self._emit("task-exception", task, run)
                 self._schedule_ingestion(task, run)
             return task

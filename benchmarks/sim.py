@@ -1,0 +1,90 @@
+"""Simulator speed: loading autoland-day.yaml, playing it, and listTaskGroup pages over HTTP.
+
+Prints figures (targets: load <= 10 s; >= 20 pages of 1,000 tasks per second); never fails
+on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from sheriff.sim.scenario import Scenario, load_scenario
+from sheriff.sim.server import SimServer
+from sheriff.sim.world import World
+
+SCENARIO = Path(__file__).resolve().parents[2] / "shared" / "scenarios" / "autoland-day.yaml"
+TOKEN = re.compile(rb'"continuationToken":"([^"]+)"')
+
+
+def main(path: Path = SCENARIO) -> None:
+    started = time.perf_counter()
+    scenario = load_scenario(path)
+    world = World(scenario)
+    loaded = time.perf_counter() - started
+    day = scenario.pushes * scenario.push_interval_minutes + 12 * 60
+    started = time.perf_counter()
+    world.advance(day)
+    played = time.perf_counter() - started
+    tests = sum(1 for t in world.tasks.values() if t.kind == "test")
+    print(f"scenario {scenario.name}: {scenario.pushes} pushes, {tests} test tasks")
+    print(f"load (parse + world): {loaded:.2f} s   (target <= 10 s)")
+    print(
+        f"play {day / 60:.0f} virtual hours ({len(world.jobs)} jobs): {played:.2f} s; "
+        f"load + play {loaded + played:.2f} s"
+    )
+    _list_task_group(scenario)
+
+
+def _list_task_group(scenario: Scenario) -> None:
+    # A push bigger than any autoland push: every platform twice, nothing optimised away.
+    twins = [p.model_copy(update={"collection": p.collection + "-fis"}) for p in scenario.platforms]
+    wide = scenario.model_copy(
+        update={"pushes": 3, "schedule_fraction": 1.0, "platforms": scenario.platforms + twins}
+    )
+    with SimServer(wide) as sim, httpx.Client(base_url=sim.root_url) as client:
+        sim.advance(30)
+        group = sim.world.pushes[0].decision_task_id
+        size = len(sim.world.groups[group])
+        url = f"/api/queue/v1/task-group/{group}/list"
+        client.get(url, params={"limit": 1000})  # the first request renders definitions once
+        for parse in (False, True):
+            pages, tasks, elapsed = _page_through(client, url, parse)
+            how = "parsing every page as JSON" if parse else "reading the bytes"
+            print(
+                f"listTaskGroup over HTTP, client {how}: group of {size} tasks, limit 1000: "
+                f"{pages / elapsed:.1f} pages/s, {tasks / elapsed:,.0f} tasks/s   "
+                "(target >= 20 pages/s)"
+            )
+
+
+def _page_through(client: httpx.Client, url: str, parse: bool) -> tuple[int, int, float]:
+    """Page through a task group again and again for 3 s: (pages, tasks, seconds)."""
+    pages = tasks = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < 3:
+        token = None
+        while True:
+            params = {"limit": 1000, **({"continuationToken": token} if token else {})}
+            body = client.get(url, params=params).content
+            pages += 1
+            if parse:
+                page = json.loads(body)
+                tasks += len(page["tasks"])
+                token = page.get("continuationToken")
+            else:
+                tasks += body.count(b'{"status":')
+                found = TOKEN.search(body[-200:])
+                token = found.group(1).decode() if found else None
+            if not token:
+                break
+    return pages, tasks, time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else SCENARIO)
