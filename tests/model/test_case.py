@@ -12,6 +12,7 @@ from sheriff.model.case import (
     ErrorSummaryState,
     OriginalRun,
     eligibility,
+    errorsummary_artifact,
     state_after_eligibility,
 )
 
@@ -92,3 +93,15 @@ def test_states_after_eligibility() -> None:
     with pytest.raises(ValueError, match="not a case"):
         state_after_eligibility(eligibility(replace(RUN, job_kind="build")))
     assert not CaseState.WAITING.is_final and CaseState.REGRESSION.is_final
+
+
+def test_errorsummary_state_and_artifact(reference) -> None:
+    logs = reference / "treeherder" / "logs"
+    complete = (logs / "mochitest-browser-chrome_errorsummary.log").read_text()
+    infra = (logs / "mochitest-browser-chrome_infra_errorsummary.log").read_text()
+    assert ErrorSummaryState.of(complete) is ErrorSummaryState.COMPLETE
+    assert ErrorSummaryState.of(infra) is ErrorSummaryState.INCOMPLETE
+    assert ErrorSummaryState.of(None) is ErrorSummaryState.MISSING
+    names = ["public/logs/live_backing.log", "public/test_info/xpcshell_errorsummary.log"]
+    assert errorsummary_artifact(names) == "public/test_info/xpcshell_errorsummary.log"
+    assert errorsummary_artifact(names[:1]) is None

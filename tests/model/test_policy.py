@@ -442,3 +442,31 @@ def test_a_pass_sequence_ends_in_the_seed_verdict_never_asking_too_much(
             levels[pick] += 1
             world = replace(world, levels=tuple(levels))
     pytest.fail("no verdict after every run settled")
+
+
+def test_run_evidence_from_what_taskcluster_and_treeherder_say() -> None:
+    suggestions = [
+        {"search": "TEST-UNEXPECTED-FAIL | dom/a/test_a.html | got 17, expected 3"},
+        {"search": "PROCESS-CRASH | application crashed [@ Foo] | dom/a/test_a.html"},
+    ]
+    summary = '{"action": "test_result", "test": "a.js", "status": "FAIL", "expected": "PASS"}\n'
+    running = RunEvidence.from_ci("r1", task_state="running", requested_by_sheriff=True)
+    assert not running.resolved and not running.settled and running.requested_by_sheriff
+    unparsed = RunEvidence.from_ci("r1", task_state="failed", parse_status="pending")
+    assert unparsed.resolved and unparsed.result == "testfailed" and not unparsed.settled
+    parsed = RunEvidence.from_ci(
+        "r1",
+        task_state="failed",
+        parse_status="parsed",
+        bug_suggestions=suggestions,
+        errorsummary=summary,
+    )
+    assert parsed.settled and not parsed.void
+    assert parsed.failure_lines == (
+        "TEST-UNEXPECTED-FAIL | dom/a/test_a.html | got <n>, expected <n>",
+    )
+    assert parsed.structured_failures == (StructuredFailure("a.js", None, "FAIL"),)
+    broken = RunEvidence.from_ci("r1", task_state="completed", parse_status="failed")
+    assert broken.void and broken.settled and broken.result == "success"
+    infra = RunEvidence.from_ci("r1", task_state="exception")
+    assert infra.void and infra.settled

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sheriff.model.errorsummary import parse_errorsummary
+
 __all__ = [
     "DEFAULT_QUEUE_PREFIXES",
     "UNCLASSIFIED_IDS",
@@ -28,6 +30,7 @@ __all__ = [
     "ErrorSummaryState",
     "OriginalRun",
     "eligibility",
+    "errorsummary_artifact",
     "state_after_eligibility",
 ]
 
@@ -44,6 +47,18 @@ class ErrorSummaryState(StrEnum):
     MISSING = "missing"  # no artifact whose name contains "errorsummary"
     INCOMPLETE = "incomplete"  # see sheriff.model.errorsummary.ErrorSummary.complete
     COMPLETE = "complete"
+
+    @classmethod
+    def of(cls, text: str | None) -> ErrorSummaryState:
+        """The state of an errorsummary given its text, or None when there is no such artifact."""
+        if text is None:
+            return cls.MISSING
+        return cls.COMPLETE if parse_errorsummary(text).complete else cls.INCOMPLETE
+
+
+def errorsummary_artifact(names: Iterable[str]) -> str | None:
+    """The first artifact whose name contains `errorsummary` (SPEC §3 step 4), if any."""
+    return next((name for name in sorted(names) if "errorsummary" in name), None)
 
 
 class EligibilityStatus(StrEnum):

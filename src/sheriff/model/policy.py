@@ -34,13 +34,14 @@ implemented, with the tests that prove them, are in docs/triage-rules.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from sheriff.model.case import CaseState
-from sheriff.model.errorsummary import StructuredFailure
+from sheriff.model.errorsummary import StructuredFailure, failures_from_errorsummary
+from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 
 __all__ = [
     "POLICIES",
@@ -64,6 +65,12 @@ __all__ = [
 # Results of a run that say nothing about the test (Treeherder's names, and Taskcluster's
 # `canceled`): such a run exists and is counted as a run, but is no evidence either way.
 VOID_RESULTS = frozenset({"exception", "retry", "usercancel", "canceled", "superseded", "skipped"})
+
+
+# Taskcluster's resolved task states, as the results Treeherder shows for a test task.
+_TASK_RESULTS = {"completed": "success", "failed": "testfailed", "exception": "exception"}
+# Treeherder's job log parse statuses after which no failure line will ever come.
+_UNPARSABLE = frozenset({"failed", "skipped-size"})
 
 
 class Verdict(StrEnum):
@@ -98,6 +105,41 @@ class RunEvidence:
     structured_failures: tuple[StructuredFailure, ...] = ()
     requested_by_sheriff: bool = False
     log_unparsed: bool = False
+
+    @classmethod
+    def from_ci(
+        cls,
+        task_id: str,
+        *,
+        task_state: str,
+        parse_status: str | None = None,
+        bug_suggestions: Iterable[Mapping[str, Any]] | None = None,
+        errorsummary: str | None = None,
+        requested_by_sheriff: bool = False,
+    ) -> RunEvidence:
+        """A run as Taskcluster and Treeherder describe it.
+
+        `task_state` is the Taskcluster task state (pending, running, completed, failed,
+        exception); `parse_status` Treeherder's for the job's log (None while Treeherder
+        has no job): lines are known once it is `parsed` and the `bug_suggestions` were
+        read; `failed` or `skipped-size` means they never will be.
+        """
+        resolved = task_state in _TASK_RESULTS
+        lines_known = parse_status == "parsed" and bug_suggestions is not None
+        return cls(
+            task_id,
+            resolved=resolved,
+            result=_TASK_RESULTS.get(task_state),
+            lines_known=lines_known,
+            failure_lines=(
+                tuple(failure_lines_from_bug_suggestions(bug_suggestions or ()))
+                if lines_known
+                else ()
+            ),
+            structured_failures=tuple(failures_from_errorsummary(errorsummary or "")),
+            requested_by_sheriff=requested_by_sheriff,
+            log_unparsed=parse_status in _UNPARSABLE,
+        )
 
     @property
     def void(self) -> bool:
