@@ -80,8 +80,11 @@ def status(
         typer.echo(json.dumps(found, indent=2, sort_keys=True))
         return
     table = Table(title=f"backfill reports ({len(found)})")
-    for column in ("id", "push", "label", "strategy", "status", "culprit", "runs", "record"):
-        table.add_column(column)
+    for column in ("id", "push", "label", "strategy", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("culprit", no_wrap=True, min_width=12)
+    for column in ("runs", "record"):
+        table.add_column(column, overflow="fold")
     for report in found:
         records = report["records"]
         runs = sum(r["runs_failed"] + r["runs_successful"] for r in records)

@@ -1,0 +1,93 @@
+"""`sheriff backfill` as a user runs it: status as table and JSON, routing, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
+from sheriff.store.db import open_database
+from tests.backfill.conftest import START, FakeCI, revision
+
+SHERIFF = [sys.executable, "-m", "sheriff"]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "SHERIFF_DATABASE_URL": f"sqlite:///{cwd / 'sheriff.db'}",
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [*SHERIFF, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> Path:
+    """A database with one report whose culprit bisect named."""
+    engine = open_database(f"sqlite:///{tmp_path / 'sheriff.db'}")
+    ci = FakeCI(engine)
+    ci.history()
+    case = ci.regression_case(20)
+    settings = BackfillSettings(strategy="bisect")
+    with engine.begin() as conn:
+        open_report_for_case(conn, case, START, settings)
+    now = START + timedelta(hours=1)
+    for _ in range(8):
+        advance_backfills(engine, now=now, actions=ci.enqueue, settings=settings)
+        ci.run_requests()
+        now += timedelta(minutes=30)
+    engine.dispose()
+    return tmp_path
+
+
+def test_status_shows_the_culprit(finished: Path) -> None:
+    as_json = _run(["backfill", "status", "--json"], finished)
+    assert as_json.returncode == 0, as_json.stderr
+    [report] = json.loads(as_json.stdout)
+    assert report["status"] == "culprit"
+    assert report["culprit_revision"] == revision(11)
+    assert report["records"][0]["status"] == "successful"
+    table = _run(["backfill", "status"], finished)
+    assert table.returncode == 0, table.stderr
+    assert revision(11)[:12] in table.stdout
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    bad = _run(["backfill", "status", "--status", "sideways"], tmp_path)
+    assert bad.returncode != 0
+    assert bad.stderr.strip().count("\n") == 0 and "unknown report status" in bad.stderr
+    not_a_task = _run(["backfill", "nonsense"], tmp_path)
+    assert not_a_task.returncode != 0
+    assert "not a task id" in not_a_task.stderr and "Traceback" not in not_a_task.stderr
+
+
+def test_a_task_id_is_routed_to_request(tmp_path: Path) -> None:
+    # Not in the database and no reachable Taskcluster: the request fails, as one line,
+    # which shows the task id reached `request` rather than an unknown command.
+    env = {
+        **os.environ,
+        "SHERIFF_DATABASE_URL": f"sqlite:///{tmp_path / 'sheriff.db'}",
+        "TASKCLUSTER_ROOT_URL": "http://127.0.0.1:9",
+        "SHERIFF_HTTP_RETRIES": "0",
+        "SHERIFF_HTTP_TIMEOUT_SECONDS": "2",
+    }
+    result = subprocess.run(
+        [*SHERIFF, "backfill", "KQ5qFIr7SPCY2sQN-lWVxw", "--depth", "3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "No such command" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("sheriff: error:")
