@@ -6,7 +6,6 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from sheriff.sim import draws
 from sheriff.sim.entities import Run, Task
 from sheriff.sim.world import World, platform_os
 
@@ -82,6 +81,25 @@ def treeherder_route(world: World, task: Task) -> str:
     return f"tc-treeherder.v2.{world.scenario.repository}.{push.revision}.{push.pushlog_id}"
 
 
+def treeherder_extra(world: World, task: Task) -> dict[str, Any]:
+    """`extra.treeherder` of a task, without rendering the whole definition."""
+    if task.kind == "test":
+        assert task.spec is not None
+        platform = world.scenario.platforms[task.spec.platform]
+        suite = world.scenario.suites[task.spec.suite]
+        symbol = f"{suite.symbol}{task.spec.chunk}" if suite.chunks > 1 else (suite.symbol or "1")
+        return {
+            "collection": {platform.collection: True},
+            "groupName": suite.group_name,
+            "groupSymbol": suite.group_symbol + task.group_suffix,
+            "jobKind": "test",
+            "machine": {"platform": platform.platform},
+            "symbol": symbol + task.symbol_suffix,
+            "tier": max(suite.tier, platform.tier),
+        }
+    return definition(world, task)["extra"]["treeherder"]
+
+
 def _test_definition(world: World, task: Task) -> dict[str, Any]:
     assert task.spec is not None
     scenario = world.scenario
@@ -90,9 +108,6 @@ def _test_definition(world: World, task: Task) -> dict[str, Any]:
     queue_id = platform.task_queue_id
     provisioner, worker_type = queue_id.split("/", 1)
     os_name = platform_os(platform.platform)
-    chunked = suite.chunks > 1
-    symbol = f"{suite.symbol}{task.spec.chunk}" if chunked else (suite.symbol or "1")
-    tier = max(suite.tier, platform.tier)
     env = _common_env(world, task)
     env.update(
         {
@@ -167,15 +182,7 @@ def _test_definition(world: World, task: Task) -> dict[str, Any]:
             "parent": task.parent,
             "suite": suite.name,
             "test-setting": {"platform": {"os": {"name": os_name}}},
-            "treeherder": {
-                "collection": {platform.collection: True},
-                "groupName": suite.group_name,
-                "groupSymbol": suite.group_symbol + task.group_suffix,
-                "jobKind": "test",
-                "machine": {"platform": platform.platform},
-                "symbol": symbol + task.symbol_suffix,
-                "tier": tier,
-            },
+            "treeherder": treeherder_extra(world, task),
             "treeherder-platform": f"{platform.platform}/{platform.collection}",
         },
     }
@@ -294,7 +301,3 @@ def job_guid(task_id: str, run_id: int) -> str:
 
     raw = base64.urlsafe_b64decode(task_id + "==")
     return f"{uuid.UUID(bytes=raw)}/{run_id}"
-
-
-def worker_slug(world: World, *keys: object) -> str:
-    return draws.slug(world.seed, "worker", *keys)

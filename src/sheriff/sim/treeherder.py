@@ -7,7 +7,7 @@ from typing import Any
 
 from sheriff.sim.artifacts import LIVE_LOG, errorsummary_name, failure_lines
 from sheriff.sim.entities import Job, Push
-from sheriff.sim.tasks import definition, job_guid
+from sheriff.sim.tasks import job_guid, treeherder_extra
 from sheriff.sim.world import World, platform_os
 
 REPOSITORY_ID = 77
@@ -62,7 +62,7 @@ def job_dict(world: World, job: Job) -> dict[str, Any]:
     """Treeherder's flat job dict (the fields of its jobs list endpoints)."""
     task = job.task
     run = task.runs[job.run_id]
-    th = definition(world, task)["extra"]["treeherder"]
+    th = treeherder_extra(world, task)
     platform = th["machine"]["platform"]
     option = next(iter(th["collection"]))
     signature = hashlib.sha1(f"{platform}{option}{task.label}".encode()).hexdigest()

@@ -73,6 +73,7 @@ class World:
         self._sequence = 0
         self._next_job_id = 1
         self._static_chunks: dict[int, list[tuple[str, ...]]] = {}
+        self._candidate_cache: dict[tuple[str, ...], Any] = {}
         for i in range(scenario.pushes):
             self._at(i * scenario.push_interval_minutes, "push", i)
         self.advance(0)
@@ -184,14 +185,31 @@ class World:
     def _chunks(self, suite: int, platform: int, push: int) -> list[tuple[str, ...]]:
         catalog = self.catalog.suites[suite]
         if not self.scenario.dynamic_chunking:
-            cached = self._static_chunks.get(suite)
-            if cached is None:
-                cached = self._static_chunks[suite] = _deal(
-                    catalog.manifests, catalog.suite.chunks, draws.rng(self.seed, "chunks", suite)
-                )
-            return cached
-        rng = draws.rng(self.seed, "chunks", suite, platform, push)
-        return _deal(catalog.manifests, catalog.suite.chunks, rng)
+            return self._chunks_static(suite)
+        # Dynamic chunking deals afresh on every push: start from the static deal and
+        # move a quarter of the manifests to other chunks (cheaper than a full shuffle).
+        static = self._chunks_static(suite)
+        chunks = [list(c) for c in static]
+        count = len(chunks)
+        if count > 1:
+            rng = draws.rng(self.seed, "chunks", suite, platform, push)
+            random = rng.random
+            for _ in range(max(1, len(catalog.manifests) // 4)):
+                a, b = int(random() * count), int(random() * count)
+                if a != b and chunks[a] and chunks[b]:
+                    i, j = int(random() * len(chunks[a])), int(random() * len(chunks[b]))
+                    chunks[a][i], chunks[b][j] = chunks[b][j], chunks[a][i]
+        return [tuple(sorted(c)) for c in chunks]
+
+    def _chunks_static(self, suite: int) -> list[tuple[str, ...]]:
+        cached = self._static_chunks.get(suite)
+        if cached is None:
+            catalog = self.catalog.suites[suite]
+            rng = draws.rng(self.seed, "chunks", suite)
+            cached = self._static_chunks[suite] = _deal(
+                catalog.manifests, catalog.suite.chunks, rng
+            )
+        return cached
 
     # -- tasks and runs -----------------------------------------------------------------
 
@@ -332,31 +350,48 @@ class World:
         keys = (task.push.index, task.label, task.copy, run_id)
         suite = self.scenario.suites[task.spec.suite]
         low, high = suite.duration_minutes
-        duration = low + draws.unit(seed, "duration", *keys) * (high - low)
-        wait = 0.5 + draws.unit(seed, "wait", *keys) * 4.5
-        if draws.unit(seed, "infra", *keys) < self.scenario.infra_failure_rate:
-            kind = (
-                INFRA_EXCEPTION if draws.unit(seed, "infra-kind", *keys) < 0.5 else INFRA_NO_SUMMARY
-            )
+        u_duration, u_wait, u_infra, u_kind, u_cut = draws.units(seed, 5, "run", *keys)
+        duration = low + u_duration * (high - low)
+        wait = 0.5 + u_wait * 4.5
+        if u_infra < self.scenario.infra_failure_rate:
+            kind = INFRA_EXCEPTION if u_kind < 0.5 else INFRA_NO_SUMMARY
             state = "exception" if kind == INFRA_EXCEPTION else "failed"
             # An infrastructure failure cuts the run short.
-            return Outcome(state, duration * draws.unit(seed, "cut", *keys), wait, infra=kind)
+            return Outcome(state, duration * u_cut, wait, infra=kind)
         failures: dict[str, Failure] = {}
-        platform = self.scenario.platforms[task.spec.platform].platform
-        regressions = self.scenario.regressions
-        for manifest in task.manifests:
-            for test, rate in self.catalog.flaky.get(manifest, ()):
-                if draws.unit(seed, "flake", *keys, test) < rate:
-                    failures[test] = Failure(test, None)
-            for r in task.push.regressions:
+        flaky, regressed = self._candidates(task.manifests)
+        for test, rate in flaky:
+            if draws.unit(seed, "flake", *keys, test) < rate:
+                failures[test] = Failure(test, None)
+        if regressed and task.push.regressions:
+            platform = self.scenario.platforms[task.spec.platform].platform
+            regressions = self.scenario.regressions
+            for r, test in regressed:
                 regression = regressions[r]
+                if r not in task.push.regressions:
+                    continue
                 if regression.platforms != "all" and platform not in regression.platforms:
                     continue
-                for test in self.catalog.regressed[r].get(manifest, ()):
-                    if draws.unit(seed, "regress", *keys, test) < regression.fail_rate:
-                        failures[test] = Failure(test, r)
+                if draws.unit(seed, "regress", *keys, test) < regression.fail_rate:
+                    failures[test] = Failure(test, r)
         state = "failed" if failures else "completed"
         return Outcome(state, duration, wait, failures=tuple(failures[t] for t in sorted(failures)))
+
+    def _candidates(
+        self, manifests: tuple[str, ...]
+    ) -> tuple[list[tuple[str, float]], list[tuple[int, str]]]:
+        """The flaky and the regressed tests among a manifest set (cached per set)."""
+        found = self._candidate_cache.get(manifests)
+        if found is None:
+            flaky = [pair for m in manifests for pair in self.catalog.flaky.get(m, ())]
+            regressed = [
+                (r, test)
+                for r, by_manifest in enumerate(self.catalog.regressed)
+                for m in manifests
+                for test in by_manifest.get(m, ())
+            ]
+            found = self._candidate_cache[manifests] = (flaky, regressed)
+        return found
 
     # -- Treeherder ---------------------------------------------------------------------
 
