@@ -9,6 +9,13 @@ import httpx
 from sheriff.sim.server import SimServer
 
 
+def jobs_of(client: httpx.Client, task_id: str) -> list[dict[str, Any]]:
+    """`/api/jobs/?task_id=` rows as dicts, named by `job_property_names` as Treeherder does."""
+    body = client.get("/api/jobs/", params={"task_id": task_id}).json()
+    assert set(body) == {"count", "next", "previous", "results", "job_property_names"}
+    return [dict(zip(body["job_property_names"], row, strict=True)) for row in body["results"]]
+
+
 def test_pushes_newest_first_and_by_revision(sim: SimServer) -> None:
     with httpx.Client(base_url=sim.root_url) as client:
         listed = client.get("/api/project/autoland/push/", params={"count": 3}).json()
@@ -30,17 +37,17 @@ def test_a_job_appears_only_after_ingestion_and_parses_later(tiny: Any) -> None:
     with SimServer(tiny) as sim, httpx.Client(base_url=sim.root_url) as client:
         sim.advance(6)
         task = next(t for t in sim.world.tasks.values() if t.kind == "test")
-        assert client.get("/api/jobs/", params={"task_id": task.task_id}).json()["results"] == []
+        assert jobs_of(client, task.task_id) == []
         while task.runs[-1].resolved is None:
             sim.advance(1)
-        assert client.get("/api/jobs/", params={"task_id": task.task_id}).json()["results"] == []
+        assert jobs_of(client, task.task_id) == []
         sim.advance(2)  # ingest delay is 1-2 minutes
-        jobs = client.get("/api/jobs/", params={"task_id": task.task_id}).json()["results"]
+        jobs = jobs_of(client, task.task_id)
         assert len(jobs) >= 1
         job = jobs[0]
         assert job["task_id"] == task.task_id and job["retry_id"] == 0
         assert job["job_type_name"] == task.label and job["state"] == "completed"
-        assert job["job_guid"].endswith("/0")
+        assert job["push_revision"] == task.push.revision and job["duration"] >= 1
         logs = client.get("/api/project/autoland/job-log-url/", params={"job_id": job["id"]}).json()
         assert {log["parse_status"] for log in logs} == {"pending"}
         sim.advance(3)  # parse delay is 2-3 minutes
@@ -85,9 +92,7 @@ def test_bug_suggestions_carry_the_failure_lines(sim: SimServer) -> None:
                     assert (
                         s["bugs"]["open_recent"][0]["id"] == world.catalog.known_bug[s["path_end"]]
                     )
-            job_json = client.get("/api/jobs/", params={"task_id": job.task.task_id}).json()[
-                "results"
-            ]
+            job_json = jobs_of(client, job.task.task_id)
             assert job_json[0]["result"] in ("testfailed", "retry")
 
 
@@ -117,7 +122,7 @@ def test_classified_failures_show_classification_4(sim: SimServer) -> None:
     others = [j for j in sim.world.jobs.values() if not j.task.classified]
     with httpx.Client(base_url=sim.root_url) as client:
         for job in classified[:3]:
-            found = client.get("/api/jobs/", params={"task_id": job.task.task_id}).json()["results"]
+            found = jobs_of(client, job.task.task_id)
             assert next(j for j in found if j["id"] == job.job_id)["failure_classification_id"] == 4
         for job in others[:3]:
             found = client.get(f"/api/project/autoland/jobs/{job.job_id}/").json()

@@ -281,8 +281,8 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
             raise TaskclusterError(404, "ResourceNotFound", str(exc)) from None
         except HookPayloadError as exc:
             raise TaskclusterError(400, "InputError", str(exc)) from None
-        with world.lock:
-            return raw('{"status":' + taskdefs.status_json(world, task) + "}")
+        # Since Taskcluster issue 4437 the hooks service answers with the task id only.
+        return raw(json.dumps({"taskId": task.task_id, "status": {"taskId": task.task_id}}))
 
     @app.get("/api/auth/v1/scopes/current")
     async def current_scopes(request: Request) -> dict[str, Any]:
@@ -342,46 +342,55 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         }
 
     @app.get("/api/jobs/")
-    async def jobs_by_task(request: Request) -> dict[str, Any]:
+    async def jobs_list(request: Request) -> dict[str, Any]:
         q = request.query_params
+        page_size = min(_int_param(q.get("count", "2000"), "count"), 2000)
+        page = _int_param(q.get("page", "1"), "page")
         with world.lock:
             if "task_id" in q:
                 jobs = list(world.jobs_by_task.get(q["task_id"], []))
-                if "retry_id" in q:
-                    jobs = [j for j in jobs if j.run_id == _int_param(q["retry_id"], "retry_id")]
             elif "push_id" in q:
                 push_id = _int_param(q["push_id"], "push_id")
                 jobs = next((p.jobs for p in world.pushes if p.push_id == push_id), [])
             else:
-                raise_th(400, "a task_id or push_id filter is required")
-            results = [th.job_dict(world, j) for j in jobs]
-        return {"count": len(results), "next": None, "previous": None, "results": results}
+                jobs = sorted(world.jobs.values(), key=lambda j: j.job_id)
+            if "retry_id" in q:
+                jobs = [j for j in jobs if j.run_id == _int_param(q["retry_id"], "retry_id")]
+            jobs = sorted(jobs, key=lambda j: j.job_id)
+            chunk = jobs[(page - 1) * page_size : page * page_size]
+            rows = [th.job_row(world, j) for j in chunk]
+        base = f"{root_url(request)}/api/jobs/"
+        more = page * page_size < len(jobs)
+        return {
+            "count": len(jobs),
+            "next": _page_url(base, q, page + 1) if more else None,
+            "previous": _page_url(base, q, page - 1) if page > 1 else None,
+            "results": rows,
+            "job_property_names": th.JOB_PROPERTY_NAMES,
+        }
 
     @app.get("/api/project/{repo}/jobs/")
-    async def project_jobs(repo: str, request: Request) -> dict[str, Any]:
+    async def project_jobs(repo: str, request: Request) -> Any:
         check_repo(repo)
         q = request.query_params
         offset = _int_param(q.get("offset", "0"), "offset")
-        count = _int_param(q.get("count", "2000"), "count")
+        count = _int_param(q.get("count", "10"), "count")
         if count > 2000:
-            raise_th(400, "Specified count exceeds API MAX_JOBS_COUNT value: 2000")
+            detail = "Specified count exceeds API MAX_JOBS_COUNT value: 2000"
+            return JSONResponse({"detail": detail}, status_code=400)
+        filters = {k: v for k, v in q.items() if k not in ("offset", "count", "return_type")}
         with world.lock:
-            jobs = list(world.jobs.values())
-            if "push_id" in q:
-                push_id = _int_param(q["push_id"], "push_id")
-                jobs = next((p.jobs for p in world.pushes if p.push_id == push_id), [])
-            if "task_id" in q:
-                jobs = [j for j in jobs if j.task.task_id == q["task_id"]]
-            if "result" in q or "tier" in q:
-                dicts = [th.job_dict(world, j) for j in jobs]
-                if "result" in q:
-                    dicts = [d for d in dicts if d["result"] == q["result"]]
-                if "tier" in q:
-                    dicts = [d for d in dicts if str(d["tier"]) == q["tier"]]
-                results = dicts[offset : offset + count]
-            else:
-                results = [th.job_dict(world, j) for j in jobs[offset : offset + count]]
-        return {"results": results, "meta": {"offset": offset, "count": count, "repository": repo}}
+            jobs: list[Any] = sorted(world.jobs.values(), key=lambda j: j.job_id)
+            push_id = filters.pop("push_id", None) or filters.pop("result_set_id", None)
+            if push_id is not None:
+                wanted = _int_param(push_id, "push_id")
+                found = next((p.jobs for p in world.pushes if p.push_id == wanted), [])
+                jobs = sorted(found, key=lambda j: j.job_id)
+            dicts = [th.job_dict(world, j) for j in jobs]
+            for key, value in filters.items():
+                dicts = [d for d in dicts if key in d and str(d[key]) == value]
+            results = dicts[offset : offset + count]
+        return {"results": results, "meta": {"repository": repo, "offset": offset, "count": count}}
 
     def get_job(job_id: int) -> Any:
         job = world.jobs.get(job_id)
@@ -395,6 +404,8 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         with world.lock:
             job = get_job(job_id)
             out = th.job_dict(world, job)
+            out["resource_uri"] = f"/api/project/{repo}/jobs/{job_id}/"
+            out["taskcluster_metadata"] = {"task_id": out["task_id"], "retry_id": out["retry_id"]}
             out["logs"] = [
                 {"name": log["name"], "url": log["url"]}
                 for log in th.log_urls(world, root_url(request), job)
@@ -502,6 +513,14 @@ def raise_th(status: int, detail: str) -> Any:
     from fastapi import HTTPException
 
     raise HTTPException(status_code=status, detail=detail)
+
+
+def _page_url(base: str, query: Any, page: int) -> str:
+    from urllib.parse import urlencode
+
+    params = {k: v for k, v in query.items() if k != "page"}
+    params["page"] = str(page)
+    return f"{base}?{urlencode(params)}"
 
 
 def _int_param(value: str, name: str) -> int:

@@ -40,6 +40,7 @@ def push_dict(world: World, push: Push) -> dict[str, Any]:
                 "comments": comment,
             }
         ],
+        "branch": None,
         "revision_count": 1,
         "push_timestamp": int(world.time_of(push.time).timestamp()),
         "repository_id": REPOSITORY_ID,
@@ -58,54 +59,100 @@ def _result(job: Job) -> str:
     return "retry" if job.run_id + 1 < len(task.runs) else "exception"
 
 
+def _small_id(text: str) -> int:
+    """A stable small id for a reference-data row (job type, job group, platform)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=3).digest(), "big")
+
+
+def _treeherder_time(world: World, minutes: float) -> str:
+    # Django REST framework's rendering of a naive datetime: milliseconds, no zone.
+    return world.time_of(minutes).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+
+
 def job_dict(world: World, job: Job) -> dict[str, Any]:
-    """Treeherder's flat job dict (the fields of its jobs list endpoints)."""
+    """A job as `/api/project/<repo>/jobs/` lists it (Treeherder's property mapping)."""
     task = job.task
     run = task.runs[job.run_id]
     th = treeherder_extra(world, task)
     platform = th["machine"]["platform"]
     option = next(iter(th["collection"]))
-    signature = hashlib.sha1(f"{platform}{option}{task.label}".encode()).hexdigest()
+    group_name = th.get("groupName", "unknown")
+    group_symbol = th.get("groupSymbol", "?")
     epoch = world.start.timestamp()
+    started = run.started if run.started is not None else run.scheduled
     return {
-        "id": job.job_id,
-        "job_guid": job_guid(task.task_id, job.run_id),
-        "task_id": task.task_id,
-        "retry_id": job.run_id,
-        "push_id": task.push.push_id,
-        "result_set_id": task.push.push_id,
-        "state": "completed",
-        "result": _result(job),
+        "build_architecture": "x86_64",
+        "build_os": platform_os(platform),
+        "build_platform": platform,
+        "build_platform_id": _small_id("build:" + platform),
+        "build_system_type": "taskcluster",
+        "end_timestamp": int(epoch + (run.resolved or started) * 60),
         "failure_classification_id": job.classification,
+        "id": job.job_id,
+        "job_group_description": "",
+        "job_group_id": _small_id(f"group:{group_symbol}:{group_name}"),
+        "job_group_name": group_name,
+        "job_group_symbol": group_symbol,
+        "job_guid": job_guid(task.task_id, job.run_id),
+        "job_type_description": "",
+        "job_type_id": _small_id("type:" + task.label),
         "job_type_name": task.label,
         "job_type_symbol": th["symbol"],
-        "job_type_description": "",
-        "job_group_name": th.get("groupName", "unknown"),
-        "job_group_symbol": th.get("groupSymbol", "?"),
-        "job_group_description": "",
-        "platform": platform,
-        "build_platform": platform,
-        "build_os": platform_os(platform),
-        "build_architecture": "x86_64",
-        "machine_platform_os": platform_os(platform),
-        "machine_platform_architecture": "x86_64",
+        "last_modified": _treeherder_time(world, job.ingested),
         "machine_name": run.worker_id or "unknown",
-        "platform_option": option,
+        "machine_platform_architecture": "x86_64",
+        "machine_platform_os": platform_os(platform),
         "option_collection_hash": hashlib.sha1(option.encode()).hexdigest(),
-        "tier": th.get("tier", 1),
-        "job_kind": th.get("jobKind", "other"),
+        "platform": platform,
+        "push_id": task.push.push_id,
         "reason": "scheduled",
-        "who": task.push.author,
         "ref_data_name": task.label,
-        "signature": signature,
-        "build_system_type": "taskcluster",
+        "result": _result(job),
+        "result_set_id": task.push.push_id,
+        "signature": hashlib.sha1(f"{platform}{option}{task.label}".encode()).hexdigest(),
+        "start_timestamp": int(epoch + started * 60),
+        "state": "completed",
         "submit_timestamp": int(epoch + run.scheduled * 60),
-        "start_timestamp": int(
-            epoch + (run.started if run.started is not None else run.scheduled) * 60
-        ),
-        "end_timestamp": int(epoch + (run.resolved or 0) * 60),
-        "last_modified": world.time_of(job.ingested).strftime("%Y-%m-%dT%H:%M:%S.%f"),
+        "tier": th.get("tier", 1),
+        "who": task.push.author,
+        "task_id": task.task_id,
+        "retry_id": job.run_id,
+        "platform_option": option,
     }
+
+
+# `/api/jobs/` answers rows in this order, named by `job_property_names`.
+JOB_PROPERTY_NAMES = [
+    "failure_classification_id",
+    "id",
+    "job_group_name",
+    "job_group_symbol",
+    "job_type_name",
+    "job_type_symbol",
+    "last_modified",
+    "platform",
+    "push_id",
+    "push_revision",
+    "result",
+    "signature",
+    "state",
+    "tier",
+    "task_id",
+    "retry_id",
+    "duration",
+    "platform_option",
+]
+
+
+def job_row(world: World, job: Job) -> list[Any]:
+    """A job as `/api/jobs/` lists it: a list of values in `JOB_PROPERTY_NAMES` order."""
+    full = job_dict(world, job)
+    run = job.task.runs[job.run_id]
+    started = run.started if run.started is not None else run.scheduled
+    seconds = max(((run.resolved or started) - started) * 60, 60)
+    full["duration"] = max(round(seconds / 60), 1)
+    full["push_revision"] = job.task.push.revision
+    return [full[name] for name in JOB_PROPERTY_NAMES]
 
 
 def parse_status(world: World, job: Job) -> str:
@@ -167,7 +214,12 @@ def bug_suggestions(world: World, job: Job) -> list[dict[str, Any]]:
                     "occurrences": None,
                 }
             )
-        terms = [line.test.rsplit("/", 1)[-1]] if line.test else []
+        # As Treeherder's search terms: a test's file name, or a crash's signature.
+        tokens = line.text.split(" | ")
+        if line.text.startswith("PROCESS-CRASH") and len(tokens) >= 3:
+            terms = [tokens[1]]
+        else:
+            terms = [line.test.rsplit("/", 1)[-1]] if line.test else [line.text[:100]]
         out.append(
             {
                 "search": line.text,
