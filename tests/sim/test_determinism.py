@@ -73,3 +73,17 @@ def test_client_requests_do_not_change_later_outcomes(tiny: Scenario) -> None:
         busy.advance(160)
         assert len(busy.world.tasks) > len(quiet.world.tasks)
         assert originals(busy) == expected
+
+
+def test_task_ids_are_valid_slugids(tiny: Scenario) -> None:
+    import re
+
+    from sheriff.sim.world import World
+
+    # The Queue's taskId pattern (a v4 UUID in url-safe base64, "nice": no leading '-').
+    pattern = re.compile(
+        r"^[A-Za-z0-9_][A-Za-z0-9_-]{7}[Q-T][A-Za-z0-9_-][CGKOSWaeimquy26-][A-Za-z0-9_-]{10}[AQgw]$"
+    )
+    world = World(tiny)
+    world.advance(120)
+    assert all(pattern.match(task_id) for task_id in world.tasks)

@@ -16,6 +16,7 @@ app.add_typer(sim_app, name="sim")
 def serve(
     scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
     port: int = typer.Option(8010, "--port", help="Port on 127.0.0.1 (0: any free port)."),
+    seed: int | None = typer.Option(None, "--seed", help="Override the scenario's seed."),
     pulse_url: str | None = typer.Option(
         None,
         "--pulse-url",
@@ -39,6 +40,8 @@ def serve(
     console = Console(stderr=True)
     with console.status(f"loading {scenario}"):
         loaded = load_scenario(scenario)
+        if seed is not None:
+            loaded = loaded.model_copy(update={"seed": seed})
         sim = SimServer(loaded, port=port, pulse_url=pulse_url)
     sim.start()
     try:
