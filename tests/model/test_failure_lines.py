@@ -103,7 +103,7 @@ def _render(draw: st.DrawFn, status: str, test: str, parts: list[str]) -> str:
 # --- properties ---------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(failure=failures(), data=st.data())
 def test_same_failure_in_two_runs_normalises_the_same(failure, data) -> None:
     status, test, parts = failure
@@ -112,7 +112,7 @@ def test_same_failure_in_two_runs_normalises_the_same(failure, data) -> None:
     assert normalise_failure_line(first) == normalise_failure_line(second)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(a=failures(), b=failures(), data=st.data())
 def test_lines_of_two_different_tests_never_normalise_the_same(a, b, data) -> None:
     status, test_a, parts_a = a
@@ -125,7 +125,7 @@ def test_lines_of_two_different_tests_never_normalise_the_same(a, b, data) -> No
     assert normalise_failure_line(first) != normalise_failure_line(second)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(failure=failures(), data=st.data())
 def test_normalisation_is_idempotent_and_keeps_the_test(failure, data) -> None:
     status, test, parts = failure

@@ -129,31 +129,55 @@ def line_kind(line: str) -> LineKind | None:
     return None
 
 
+# (pattern, replacement, needles): a rule runs only when one of its needles is in the
+# (lower-cased) text, which skips most of the twenty scans on a typical line.
+_Rule = tuple[re.Pattern[str], str, tuple[str, ...]]
+_TEMP_RULES: tuple[_Rule, ...] = (
+    (_TEMP_PATHS[0], "<tmp>", ("/var/folders",)),
+    (_TEMP_PATHS[1], "<tmp>", ("/tmp",)),
+    (_TEMP_PATHS[2], "<tmp>", ("appdata",)),
+    (_TEMP_PATHS[3], "<tmp>", ("temp",)),
+    (_TASK_DIR, "task_<n>", ("task_",)),
+)
+_ADDRESS_RULES: tuple[_Rule, ...] = (
+    (_IPV4, "<ip>", (".",)),
+    (_LOOPBACK_PORT, r"\1:<port>", (":",)),
+    (_URL_PORT, r"\1:<port>", ("://",)),
+)
+_TEST_RULES = _TEMP_RULES + _ADDRESS_RULES
+_MESSAGE_RULES: tuple[_Rule, ...] = (
+    (_UUID, "<uuid>", ("-",)),
+    *_TEMP_RULES,
+    (_TIMESTAMPS[0], "<time>", ("-",)),
+    *((pattern, "<time>", (":",)) for pattern in _TIMESTAMPS[1:]),
+    *_ADDRESS_RULES,
+    (_POINTER, "<ptr>", ("0x",)),
+    (_LONG_HEX, "<hex>", ()),
+    (_PIDS[0], r"\1<pid>", ("pid", "tid", "process", "thread")),
+    (_PIDS[1], r"\1<pid>", ("gecko(",)),
+    (_PIDS[2], r"\1<pid>", ("[",)),
+    (_DURATION, "<duration>", ()),
+    (_NUMBER, "<n>", ()),
+)
+_DIGIT = re.compile(r"\d")
+
+
+def _apply(rules: tuple[_Rule, ...], field: str) -> str:
+    if not _DIGIT.search(field):  # every rule but the temporary directories needs a digit
+        rules = tuple(rule for rule in rules if rule[1] == "<tmp>")
+    for pattern, replacement, needles in rules:
+        lowered = field.lower()
+        if not needles or any(needle in lowered for needle in needles):
+            field = pattern.sub(replacement, field)
+    return field
+
+
 def _normalise_test(field: str) -> str:
-    for pattern in _TEMP_PATHS:
-        field = pattern.sub("<tmp>", field)
-    field = _TASK_DIR.sub("task_<n>", field)
-    field = _IPV4.sub("<ip>", field)
-    field = _LOOPBACK_PORT.sub(r"\1:<port>", field)
-    return _URL_PORT.sub(r"\1:<port>", field)
+    return _apply(_TEST_RULES, field)
 
 
 def _normalise_message(field: str) -> str:
-    field = _UUID.sub("<uuid>", field)
-    for pattern in _TEMP_PATHS:
-        field = pattern.sub("<tmp>", field)
-    field = _TASK_DIR.sub("task_<n>", field)
-    for pattern in _TIMESTAMPS:
-        field = pattern.sub("<time>", field)
-    field = _IPV4.sub("<ip>", field)
-    field = _LOOPBACK_PORT.sub(r"\1:<port>", field)
-    field = _URL_PORT.sub(r"\1:<port>", field)
-    field = _POINTER.sub("<ptr>", field)
-    field = _LONG_HEX.sub("<hex>", field)
-    for pattern in _PIDS:
-        field = pattern.sub(r"\1<pid>", field)
-    field = _DURATION.sub("<duration>", field)
-    return _NUMBER.sub("<n>", field)
+    return _apply(_MESSAGE_RULES, field)
 
 
 def normalise_failure_line(line: str) -> str:
