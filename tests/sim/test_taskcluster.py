@@ -164,3 +164,19 @@ def test_the_clock_moves_only_when_told(tiny: Any) -> None:
         assert len(sim.world.pushes) == 3  # pushes every 10 minutes: at 0, 10, 20
         decision = sim.world.tasks[sim.world.pushes[2].decision_task_id]
         assert decision.state in ("pending", "running")
+
+
+def test_the_async_client_works_too(sim: SimServer, tc_options: dict[str, Any]) -> None:
+    import asyncio
+
+    import taskcluster.aio
+
+    async def scenario() -> tuple[int, list[str]]:
+        queue = taskcluster.aio.Queue(tc_options)
+        group = await queue.listTaskGroup(sim.world.pushes[0].decision_task_id)
+        scopes = await taskcluster.aio.Auth(tc_options).currentScopes()
+        return len(group["tasks"]), scopes["scopes"]
+
+    count, scopes = asyncio.run(scenario())
+    assert count == len(sim.world.groups[sim.world.pushes[0].decision_task_id])
+    assert "queue:cancel-task:gecko-level-3/*" in scopes
