@@ -59,10 +59,17 @@ def test_a_missing_field_and_bad_suite_are_named() -> None:
         parse_scenario(data)
 
 
-def test_unknown_regression_test_path_is_rejected() -> None:
-    scenario = parse_scenario(tiny_data(regressions=[{"push": 1, "tests": ["no/such/test.js"]}]))
-    with pytest.raises(ScenarioError, match=r"regressions\.0\.tests: no such test"):
-        World(scenario)
+def test_regression_test_paths_must_exist() -> None:
+    with pytest.raises(ScenarioError, match=r"^x: regressions\.0\.tests: no such test no/such"):
+        parse_scenario(tiny_data(regressions=[{"push": 1, "tests": ["no/such/test.js"]}]), "x")
+    tree = World(parse_scenario(tiny_data())).catalog
+    chosen = sorted(tree.test_manifest)[:2]
+    scenario = parse_scenario(tiny_data(regressions=[{"push": 1, "tests": chosen}]))
+    assert (
+        World(scenario).catalog.regressed[0]
+        == {tree.test_manifest[chosen[0]]: [chosen[0]], tree.test_manifest[chosen[1]]: [chosen[1]]}
+        or sorted(t for ts in World(scenario).catalog.regressed[0].values() for t in ts) == chosen
+    )
 
 
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping of fields")
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -161,6 +161,14 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
             message = "unknown field"
         field = f"{where}: " if where and not message.startswith(where.split(".")[0]) else ""
         raise ScenarioError(f"{source}: {field}{message}") from None
+    if any(isinstance(r.tests, list) for r in scenario.regressions):
+        from sheriff.sim.catalog import Catalog
+
+        try:
+            Catalog(scenario)  # named test paths must exist in the generated tree
+        except ScenarioError as exc:
+            raise ScenarioError(f"{source}: {exc}") from None
+    return scenario
 
 
 def load_scenario(path: str | Path) -> Scenario:
