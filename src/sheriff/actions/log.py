@@ -229,15 +229,14 @@ def requeue(conn: Connection, key: str) -> RequestRow:
 # -- sending -----------------------------------------------------------------------------
 
 
-def _owned_action_tasks(engine: Engine, decision_task_id: str) -> set[str]:
-    with engine.connect() as conn:
-        found = conn.execute(
-            sa.select(action_request.c.action_task_id).where(
-                action_request.c.decision_task_id == decision_task_id,
-                action_request.c.action_task_id.is_not(None),
-            )
+def _owned_action_tasks(conn: Connection, decision_task_id: str) -> set[str]:
+    found = conn.execute(
+        sa.select(action_request.c.action_task_id).where(
+            action_request.c.decision_task_id == decision_task_id,
+            action_request.c.action_task_id.is_not(None),
         )
-        return {task_id for (task_id,) in found}
+    )
+    return {task_id for (task_id,) in found}
 
 
 def _prepared_from_row(row: RequestRow) -> PreparedAction:
@@ -275,7 +274,8 @@ def reconcile(
     for row in stale:
         by_decision.setdefault(row.decision_task_id or "", []).append(row)
     for decision_task_id, rows in by_decision.items():
-        owned = _owned_action_tasks(engine, decision_task_id)
+        with engine.connect() as conn:
+            owned = _owned_action_tasks(conn, decision_task_id)
         action_tasks = protocol.action_tasks(decision_task_id) if decision_task_id else []
         for row in rows:
             prepared = _prepared_from_row(row)
@@ -335,21 +335,24 @@ def dispatch(
     """
     if not dry_run:
         reconcile(engine, protocol, lease=lease, keys=keys)
-    with engine.connect() as conn:
-        pending = requests(conn, states=[REQUESTED], keys=keys)
     owner = _owner()
     results = []
-    for row in pending:
-        settled = _dispatch_one(engine, protocol, row, dry_run=dry_run, owner=owner)
-        if settled is not None:
-            results.append(settled)
-            if on_result:
-                on_result(settled)
+    # One connection for the pass, one short transaction per step: nothing is held open
+    # while Taskcluster is being called.
+    with engine.connect() as conn:
+        with conn.begin():
+            pending = requests(conn, states=[REQUESTED], keys=keys)
+        for row in pending:
+            settled = _dispatch_one(conn, protocol, row, dry_run=dry_run, owner=owner)
+            if settled is not None:
+                results.append(settled)
+                if on_result:
+                    on_result(settled)
     return results
 
 
 def _dispatch_one(
-    engine: Engine, protocol: ActionsProtocol, row: RequestRow, *, dry_run: bool, owner: str
+    conn: Connection, protocol: ActionsProtocol, row: RequestRow, *, dry_run: bool, owner: str
 ) -> RequestRow | None:
     chosen = strategy(row.strategy)
     sender = DryRun() if dry_run else chosen
@@ -361,10 +364,10 @@ def _dispatch_one(
             chosen.action, decision_task_id=decision_task_id, task_id=row.task_id, input=row.input
         )
     except ActionError as exc:
-        return _finish(engine, row, REQUESTED, {"state": FAILED, "reason": str(exc)})
+        return _finish(conn, row, REQUESTED, {"state": FAILED, "reason": str(exc)})
     except TaskclusterError as exc:
         # An outage, not a verdict on the request: keep it for the next pass.
-        return _finish(engine, row, REQUESTED, {"reason": f"not sent yet: {exc}"})
+        return _finish(conn, row, REQUESTED, {"reason": f"not sent yet: {exc}"})
     recorded = {
         "decision_task_id": decision_task_id,
         "hook": prepared.hook,
@@ -372,8 +375,8 @@ def _dispatch_one(
         "reason": None,
     }
     if not sender.sends:
-        return _finish(engine, row, REQUESTED, {**recorded, "state": DRY_RUN})
-    with engine.begin() as conn:
+        return _finish(conn, row, REQUESTED, {**recorded, "state": DRY_RUN})
+    with conn.begin():
         claimed = _update(
             conn,
             row.id,
@@ -387,20 +390,21 @@ def _dispatch_one(
         )
     if not claimed:
         return None  # another process has it, or settled it meanwhile
+
+    def owned() -> set[str]:
+        with conn.begin():
+            return _owned_action_tasks(conn, decision_task_id)
+
     try:
-        action_task_id = sender.send(
-            protocol,
-            prepared,
-            known_action_tasks=lambda: _owned_action_tasks(engine, decision_task_id),
-        )
+        action_task_id = sender.send(protocol, prepared, known_action_tasks=owned)
     except ActionError as exc:
-        return _finish(engine, row, SENDING, {"state": FAILED, "reason": str(exc)})
-    return _finish(engine, row, SENDING, {"state": SENT, "action_task_id": action_task_id})
+        return _finish(conn, row, SENDING, {"state": FAILED, "reason": str(exc)})
+    return _finish(conn, row, SENDING, {"state": SENT, "action_task_id": action_task_id})
 
 
 def _finish(
-    engine: Engine, row: RequestRow, expect_state: str, values: dict[str, Any]
+    conn: Connection, row: RequestRow, expect_state: str, values: dict[str, Any]
 ) -> RequestRow | None:
-    with engine.begin() as conn:
+    with conn.begin():
         _update(conn, row.id, values, expect_state=expect_state)
         return get(conn, row.idempotency_key)

@@ -85,18 +85,24 @@ class ActionsProtocol:
         self._tasks: dict[str, Mapping[str, Any]] = {}
         self._actions: dict[str, Mapping[str, Any]] = {}
         self._scopes: dict[str, list[str]] = {}
+        self._decisions: dict[tuple[str, str], str] = {}
+        self._validators: dict[str, Any] = {}
 
     # -- reading -----------------------------------------------------------------------
 
     def decision_task(self, repository: str, revision: str) -> str:
-        """The push's decision task id, from the Index."""
+        """The push's decision task id, from the Index (cached: a push has one)."""
+        if (repository, revision) in self._decisions:
+            return self._decisions[(repository, revision)]
         path = decision_index_path(repository, revision)
         try:
-            return str(self.clients.index.findTask(path)["taskId"])
+            found = str(self.clients.index.findTask(path)["taskId"])
         except TaskclusterNotFound as exc:
             raise NoDecisionTask(
                 f"no decision task for {repository} {revision[:12]}: index path {path} not found"
             ) from exc
+        self._decisions[(repository, revision)] = found
+        return found
 
     def decision_task_by_pushlog_id(self, repository: str, pushlog_id: int) -> str | None:
         """The decision task of push `pushlog_id`, or None when the Index has none."""
@@ -210,15 +216,14 @@ class ActionsProtocol:
                 raise ActionsJsonMalformed(f"hook action {name!r} has no {field}")
         schema = action.get("schema")
         if schema is not None:
-            try:
-                jsonschema.validate(input, model.repair_schema(schema))
-            except jsonschema.ValidationError as exc:
-                where = "/".join(str(p) for p in exc.absolute_path) or "input"
+            error = jsonschema.exceptions.best_match(
+                self._validator(name, schema).iter_errors(input)
+            )
+            if error is not None:
+                where = "/".join(str(p) for p in error.absolute_path) or "input"
                 raise InvalidActionInput(
-                    f"input for {name!r} on {target} is invalid at {where}: {exc.message}"
-                ) from exc
-            except jsonschema.SchemaError as exc:
-                raise ActionsJsonMalformed(f"action {name!r} has an invalid schema") from exc
+                    f"input for {name!r} on {target} is invalid at {where}: {error.message}"
+                )
         context = model.render_context(
             task_group_id=decision_task_id,
             task_id=task_id,
@@ -248,6 +253,19 @@ class ActionsProtocol:
             payload=payload,
             callback=callback,
         )
+
+    def _validator(self, name: str, schema: Any) -> Any:
+        """A checked validator per distinct schema: checking a schema costs more than using it."""
+        key = model.canonical_json(schema)
+        if key not in self._validators:
+            repaired = model.repair_schema(schema)
+            cls = jsonschema.validators.validator_for(repaired)
+            try:
+                cls.check_schema(repaired)
+            except jsonschema.SchemaError as exc:
+                raise ActionsJsonMalformed(f"action {name!r} has an invalid schema") from exc
+            self._validators[key] = cls(repaired)
+        return self._validators[key]
 
     def trigger(
         self,
