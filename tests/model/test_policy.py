@@ -246,28 +246,28 @@ def test_early_intermittent_without_retriggers_when_the_original_has_no_lines() 
     assert decision.verdict is Verdict.INTERMITTENT and decision.cancel == ()
 
 
-def test_early_all_at_once_plans_like_seed_while_undecided() -> None:
-    all_at_once = get_policy("seed-early-all")
+def test_early_plans_like_seed_while_undecided() -> None:
+    all_at_once = get_policy("seed-early")
     for evidence in (case(), case(pending("r1"), requested=1), case(done("r1", A), requested=4)):
         early, seed = all_at_once.decide(evidence), SEED.decide(evidence)
         assert (early.kind, early.retriggers) == (seed.kind, seed.retriggers)
-        assert early.evidence.policy == "seed-early-all"
+        assert early.evidence.policy == "seed-early"
 
 
 @pytest.mark.parametrize(
     ("retriggers", "requested", "asked"),
     [
         ((), 0, 2),  # a first wave that could make it a regression on its own
-        ((pending("r1"),), 0, 1),
-        ((pending("r1"),), 1, 0),  # two in flight: wait for them
+        ((pending("r1"),), 0, 0),  # a run in flight: wait for it
+        ((done("r1"),), 2, 0),  # requested runs not created yet: wait for them
         ((done("r1"), done("r2")), 0, 2),  # neither reproduced: the next wave
         ((done("r1", A), done("r2")), 0, 1),  # one did: one more could decide
         ((done("r1", A), done("r2"), pending("r3")), 0, 0),
         ((done("r1", C), RunEvidence("x", resolved=True, result="exception")), 0, 2),
     ],
 )  # fmt: skip
-def test_early_asks_in_waves(retriggers, requested, asked) -> None:
-    decision = EARLY.decide(case(*retriggers, requested=requested))
+def test_staged_asks_in_waves(retriggers, requested, asked) -> None:
+    decision = get_policy("seed-staged").decide(case(*retriggers, requested=requested))
     if asked:
         assert (decision.kind, decision.retriggers) == (DecisionKind.RETRIGGER, asked)
     else:
@@ -275,10 +275,10 @@ def test_early_asks_in_waves(retriggers, requested, asked) -> None:
 
 
 def test_registry() -> None:
-    assert set(POLICIES) == {"seed", "seed-early", "seed-early-all"}
+    assert set(POLICIES) == {"seed", "seed-early", "seed-staged"}
     assert get_policy("seed-early").name == "seed-early"
     with pytest.raises(
-        UnknownPolicyError, match=r"unknown triage policy 'fast'.*seed, seed-early, seed-early-all"
+        UnknownPolicyError, match=r"unknown triage policy 'fast'.*seed, seed-early, seed-staged"
     ):
         get_policy("fast")
 
@@ -393,7 +393,7 @@ def test_seed_early_decides_only_what_seed_decides_on_the_completed_evidence(wor
     assert completed.verdict is independent_seed_verdict(world.completed())
 
     seed = SEED.decide(world.view())
-    for name in ("seed-early", "seed-early-all"):
+    for name in ("seed-early", "seed-staged"):
         early = get_policy(name).decide(world.view())
         if early.kind is DecisionKind.VERDICT:
             assert early.verdict is completed.verdict
@@ -425,7 +425,7 @@ def test_a_pass_sequence_ends_in_the_seed_verdict_never_asking_too_much(
         if decision.kind is DecisionKind.RETRIGGER:
             asked += decision.retriggers
             assert asked <= could_ask  # never beyond runs_wanted, counting everything
-            if policy in ("seed", "seed-early-all"):
+            if policy in ("seed", "seed-early"):
                 assert asked == could_ask  # all at once, in one request
             levels = list(world.levels)
             for _ in range(decision.retriggers):

@@ -26,9 +26,8 @@ what it asks for. Usage (the facts come from Treeherder and Taskcluster; see Run
     [{'line': 'TEST-UNEXPECTED-FAIL | dom/test_a.html | got <n>', 'retriggers': 0, 'task_ids': []}]
 
 Policies: `seed` (SPEC §3 steps 6-8, exact); `seed-early` (same verdicts, decided as soon
-as they can no longer change, cancelling the runs no longer needed, retriggers asked for
-in waves so that fewer are spent); `seed-early-all` (the same, but every missing run asked
-for at once, as seed does: faster verdicts, more runs). The rules as
+as they can no longer change, cancelling the runs no longer needed); `seed-staged` (the
+same, with retriggers asked for in small waves: fewest runs, later verdicts). The rules as
 implemented, with the tests that prove them, are in docs/triage-rules.md.
 """
 
@@ -53,9 +52,9 @@ __all__ = [
     "LineReproduction",
     "Policy",
     "RunEvidence",
-    "SeedEarlyAllAtOncePolicy",
     "SeedEarlyPolicy",
     "SeedPolicy",
+    "SeedStagedPolicy",
     "StructuredReproduction",
     "UnknownPolicyError",
     "Verdict",
@@ -444,18 +443,17 @@ class SeedPolicy:
 
 @_register
 class SeedEarlyPolicy:
-    """The seed rule, decided as soon as it cannot change; retriggers asked for in waves."""
+    """The seed rule, decided as soon as its outcome can no longer change."""
 
     name: ClassVar[str] = "seed-early"
-    staged: ClassVar[bool] = True
+    staged: ClassVar[bool] = False
     rule: ClassVar[str] = (
         "The seed rule, decided as soon as its outcome is certain: regression once "
         "min_reproductions retriggers have shown a failure line of the original; "
         "intermittent once the retriggers still to come (unsettled, requested, or not yet "
         "asked for up to runs_wanted) cannot bring the count to min_reproductions, or the "
         "original has no failure line. Unresolved retriggers sheriff asked for are then "
-        "cancelled. Retriggers are asked for in waves: only as many as could still make "
-        "the verdict regression, counting the runs in flight, never beyond runs_wanted."
+        "cancelled. All missing runs are asked for at once, as in seed."
     )
 
     def decide(self, evidence: CaseEvidence) -> Decision:
@@ -471,21 +469,23 @@ class SeedEarlyPolicy:
                 return _verdict(self, evidence, tally, why, _cancellable(evidence.retriggers))
         if not self.staged:
             return _plan_or_wait(self, evidence, tally) or _verdict(self, evidence, tally, "")
-        # The next wave: just enough runs that, should they all reproduce, the verdict is due.
-        wave = min(evidence.runs_missing, max(0, evidence.min_reproductions - found - in_flight))
+        # Waves: nothing new while runs are in flight; then just enough runs that, should
+        # they all reproduce, the verdict is due.
+        wave = 0 if in_flight else evidence.min_reproductions - found
         return _plan_or_wait(self, evidence, tally, wave) or _verdict(self, evidence, tally, "")
 
 
 @_register
-class SeedEarlyAllAtOncePolicy(SeedEarlyPolicy):
-    """Like seed-early, but asks for every missing run at once (faster, more runs)."""
+class SeedStagedPolicy(SeedEarlyPolicy):
+    """Like seed-early, but retriggers go out in small waves: fewer runs, later verdicts."""
 
-    name: ClassVar[str] = "seed-early-all"
-    staged: ClassVar[bool] = False
+    name: ClassVar[str] = "seed-staged"
+    staged: ClassVar[bool] = True
     rule: ClassVar[str] = SeedEarlyPolicy.rule.replace(
-        "Retriggers are asked for in waves: only as many as could still make the verdict "
-        "regression, counting the runs in flight, never beyond runs_wanted.",
         "All missing runs are asked for at once, as in seed.",
+        "Retriggers go out in waves: when none is in flight, as many as could still make "
+        "the verdict regression (min_reproductions minus those seen), never beyond "
+        "runs_wanted.",
     )
 
 
@@ -495,7 +495,7 @@ def _cancellable(runs: Iterable[RunEvidence]) -> tuple[str, ...]:
 
 
 def get_policy(name: str) -> Policy:
-    """The policy registered under `name` (`seed`, `seed-early`, `seed-early-all`)."""
+    """The policy registered under `name` (`seed`, `seed-early`, `seed-staged`)."""
     try:
         return POLICIES[name]
     except KeyError:
