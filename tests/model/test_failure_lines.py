@@ -166,6 +166,10 @@ def test_normalisation_is_idempotent_and_keeps_the_test(failure, data) -> None:
             "TEST-UNEXPECTED-FAIL | a.js | pid <pid>",
         ),
         ("REFTEST TEST-UNEXPECTED-PASS | r.html | ok", "TEST-UNEXPECTED-PASS | r.html | ok"),
+        (
+            "[task 2026-11-02T08:00:01.123Z] 08:00:01     INFO - TEST-UNEXPECTED-FAIL | a.js | x",
+            "TEST-UNEXPECTED-FAIL | a.js | x",
+        ),
     ],
 )
 def test_normalise_examples(line: str, expected: str) -> None:

@@ -39,10 +39,10 @@ class LineKind(StrEnum):
 
 
 # Prefixes a raw log line carries before the harness's own text (Treeherder strips the
-# same ones before it stores `search`): mozharness's "HH:MM:SS LEVEL - " and the
-# "PID 1234 | " / "GECKO(1234) | " of the process whose output was captured.
+# same ones before it stores `search`): the worker's "[task <ISO time>] ", mozharness's
+# "HH:MM:SS LEVEL - " and the "PID 1234 | " / "GECKO(1234) | " of the captured process.
 _MOZHARNESS_PREFIX = re.compile(
-    r"^\s*\[?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+"
+    r"^\s*(?:\[task [^\]]*\]\s*)?\[?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL)\s+-\s*"
 )
 _PROCESS_PREFIX = re.compile(r"^(?:PID \d+|GECKO\(\d+\))\s*\|\s*")
