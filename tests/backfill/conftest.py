@@ -56,25 +56,14 @@ class FakeCI:
     def fails(self, index: int, manifests: list[str]) -> bool:
         return A in manifests and index >= self.culprit and self.rng.random() < self.rate
 
-    def add_run(
-        self,
-        index: int,
-        manifests: list[str],
-        *,
-        action: str | None = None,
-        failed: bool | None = None,
-        state: str = "completed",
-        lines: list[str] | None = None,
-        observe: bool = True,
-        platform: str = "linux1804-64-qr",
-    ) -> int:
-        failed = self.fails(index, manifests) if failed is None else failed
+    def _job(
+        self, index: int, manifests: list[str], action: str | None, failed: bool, state: str
+    ) -> Any:
         task = make_task(
             revision=revision(index),
             pushlog_id=index + 1,
             label=LABEL,
             manifests=manifests,
-            platform=platform,
             action=action,
             created=(START + timedelta(minutes=12 * index)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             task_group_id=f"decision{index:03d}".ljust(22, "x"),
@@ -84,32 +73,69 @@ class FakeCI:
             run = {"runId": 0, "state": "failed" if failed else "completed"}
         elif state == "running":
             run = {"runId": 0, "state": "running"}
-        task_id = new_task_id()
+        return job_from_task(new_task_id(), task, 0, run)
+
+    def add_runs(self, runs: list[tuple[int, list[str], str | None]]) -> list[int]:
+        """Completed runs (push index, manifests, action) in one transaction; their job ids."""
+        jobs, shown = [], []
+        for index, manifests, action in runs:
+            failed = self.fails(index, manifests)
+            jobs.append(self._job(index, manifests, action, failed, "completed"))
+            shown.append([LINE] if failed else None)
         with self.engine.begin() as conn:
-            load_jobs(conn, [job_from_task(task_id, task, 0, run)])
-            job_id = conn.execute(sa.select(job.c.id).where(job.c.task_id == task_id)).scalar_one()
-            if failed and observe and state == "completed":
-                shown = lines if lines is not None else [LINE]
+            load_jobs(conn, jobs)
+            ids = dict(
+                conn.execute(
+                    sa.select(job.c.task_id, job.c.id).where(
+                        job.c.task_id.in_([j.task_id for j in jobs])
+                    )
+                ).all()
+            )
+            observations = [
+                {"job_id": ids[j.task_id], "parse_status": "parsed", "failure_lines": lines}
+                for j, lines in zip(jobs, shown, strict=True)
+                if lines is not None
+            ]
+            if observations:
+                conn.execute(sa.insert(run_observation).values(updated_at=START), observations)
+        return [ids[j.task_id] for j in jobs]
+
+    def add_run(
+        self,
+        index: int,
+        manifests: list[str],
+        *,
+        action: str | None = None,
+        failed: bool | None = None,
+        state: str = "completed",
+        lines: list[str] | None = None,
+    ) -> int:
+        failed = self.fails(index, manifests) if failed is None else failed
+        record = self._job(index, manifests, action, failed, state)
+        with self.engine.begin() as conn:
+            load_jobs(conn, [record])
+            job_id = conn.execute(
+                sa.select(job.c.id).where(job.c.task_id == record.task_id)
+            ).scalar_one()
+            if failed and state == "completed":
                 conn.execute(
                     sa.insert(run_observation).values(
                         job_id=job_id,
                         parse_status="parsed",
-                        failure_lines=shown,
+                        failure_lines=lines if lines is not None else [LINE],
                         updated_at=START,
                     )
                 )
         return job_id
 
     def history(self) -> None:
-        """One scheduled run of the label per push; the regression's push gets retriggers."""
-        for index in range(self.pushes):
-            self.add_run(index, self.chunk(index))
+        """One scheduled run of the label per push."""
+        self.add_runs([(index, self.chunk(index), None) for index in range(self.pushes)])
 
     def regression_case(self, index: int, retriggers: int = 5) -> int:
         """A failed original on push `index` with its retriggers, and its regression case."""
         job_id = self.add_run(index, [A, B], failed=True, lines=[LINE, NOISE])
-        for _ in range(retriggers):
-            self.add_run(index, [A, B], action="retrigger")
+        self.add_runs([(index, [A, B], "retrigger")] * retriggers)
         with self.engine.begin() as conn:
             push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == job_id)).scalar()
             return conn.execute(
@@ -143,17 +169,18 @@ class FakeCI:
             inp = request["input"]
             if request["strategy"] == "backfill":
                 origin = int(request["revision"], 16)
-                for index in range(origin - 1, max(-1, origin - inp["depth"] - 1), -1):
-                    for _ in range(inp["times"]):
-                        # Gecko's backfill runs the original task's manifests.
-                        self.add_run(index, [A, B], action="backfill-task")
-                        self.created_runs += 1
+                # Gecko's backfill runs the original task's manifests.
+                runs = [
+                    (index, [A, B], "backfill-task")
+                    for index in range(origin - 1, max(-1, origin - inp["depth"] - 1), -1)
+                    for _ in range(inp["times"])
+                ]
             else:
                 index = int(request["revision"], 16)
-                manifests = inp.get("test_manifests") or self.chunk(index)
-                for _ in range(inp["times"]):
-                    self.add_run(index, list(manifests), action="backfill-task")
-                    self.created_runs += 1
+                manifests = list(inp.get("test_manifests") or self.chunk(index))
+                runs = [(index, manifests, "backfill-task")] * inp["times"]
+            self.add_runs(runs)
+            self.created_runs += len(runs)
 
 
 @pytest.fixture
