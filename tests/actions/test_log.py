@@ -246,3 +246,29 @@ def test_request_rows_are_plain_columns(engine: Engine) -> None:
     with engine.connect() as conn:
         row = conn.execute(sa.text("SELECT state, labels, input FROM action_request")).one()
     assert row.state == "requested"
+
+
+def test_reconcile_waits_while_the_task_group_cannot_be_read(
+    engine: Engine, world: FakeTaskcluster, protocol: ActionsProtocol
+) -> None:
+    from sheriff.ci.taskcluster import TaskclusterUnavailable
+
+    _retrigger(engine)
+    world.crash_after_trigger = Crash()
+    with pytest.raises(Crash):
+        log.dispatch(engine, protocol)
+    world.crash_after_trigger = None
+
+    def down(*_args: object, **_kwargs: object) -> dict:
+        raise TaskclusterUnavailable("Taskcluster unreachable: GET …")
+
+    real = world.queue.listTaskGroup
+    world.queue.listTaskGroup = down  # type: ignore[method-assign]
+    assert log.dispatch(engine, protocol, lease=NOW) == []
+    with engine.connect() as conn:
+        assert log.get(conn, "k1").state == log.SENDING
+    world.queue.listTaskGroup = real  # type: ignore[method-assign]
+    assert log.dispatch(engine, protocol, lease=NOW) == []
+    with engine.connect() as conn:
+        assert log.get(conn, "k1").state == log.SENT
+    assert len(world.triggered) == 1

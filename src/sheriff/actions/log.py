@@ -276,7 +276,10 @@ def reconcile(
     for decision_task_id, rows in by_decision.items():
         with engine.connect() as conn:
             owned = _owned_action_tasks(conn, decision_task_id)
-        action_tasks = protocol.action_tasks(decision_task_id) if decision_task_id else []
+        try:
+            action_tasks = protocol.action_tasks(decision_task_id) if decision_task_id else []
+        except TaskclusterError:
+            continue  # cannot look now: the rows stay `sending` until a pass that can
         for row in rows:
             prepared = _prepared_from_row(row)
             names = {prepared.name} | ({prepared.callback} if prepared.callback else set())
@@ -354,7 +357,10 @@ def dispatch(
 def _dispatch_one(
     conn: Connection, protocol: ActionsProtocol, row: RequestRow, *, dry_run: bool, owner: str
 ) -> RequestRow | None:
-    chosen = strategy(row.strategy)
+    try:
+        chosen = strategy(row.strategy)
+    except InputError as exc:  # a strategy this version of sheriff no longer has
+        return _finish(conn, row, REQUESTED, {"state": FAILED, "reason": str(exc)})
     sender = DryRun() if dry_run else chosen
     try:
         decision_task_id = row.decision_task_id or protocol.decision_task(
