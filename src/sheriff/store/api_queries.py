@@ -315,19 +315,28 @@ def manifests_of_sets(conn: sa.Connection, set_ids: Iterable[int]) -> dict[int, 
 def test_paths_of_sets(conn: sa.Connection, set_ids: Iterable[int]) -> dict[int, list[str]]:
     """Manifest set id → the distinct test paths of its manifests, sorted."""
     ids = sorted(set(set_ids))
-    result: dict[int, list[str]] = {i: [] for i in ids}
+    members: dict[int, list[int]] = {i: [] for i in ids}
     for start in range(0, len(ids), 500):
-        rows = conn.execute(
-            sa.select(manifest_set_member.c.manifest_set_id, test_path.c.path)
-            .distinct()
-            .join(manifest_test, manifest_test.c.manifest_id == manifest_set_member.c.manifest_id)
+        for set_id, manifest_id in conn.execute(
+            sa.select(
+                manifest_set_member.c.manifest_set_id, manifest_set_member.c.manifest_id
+            ).where(manifest_set_member.c.manifest_set_id.in_(ids[start : start + 500]))
+        ):
+            members[set_id].append(manifest_id)
+    # Sets on one page share most manifests: fetch each manifest's tests once, merge here
+    # (cheaper than a DISTINCT … ORDER BY over the whole join).
+    manifest_ids = sorted({m for ms in members.values() for m in ms})
+    tests: dict[int, list[str]] = {m: [] for m in manifest_ids}
+    for start in range(0, len(manifest_ids), 500):
+        for manifest_id, path in conn.execute(
+            sa.select(manifest_test.c.manifest_id, test_path.c.path)
             .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
-            .where(manifest_set_member.c.manifest_set_id.in_(ids[start : start + 500]))
-            .order_by(manifest_set_member.c.manifest_set_id, test_path.c.path)
-        )
-        for set_id, path in rows:
-            result[set_id].append(path)
-    return result
+            .where(manifest_test.c.manifest_id.in_(manifest_ids[start : start + 500]))
+        ):
+            tests[manifest_id].append(path)
+    return {
+        set_id: sorted({path for m in ms for path in tests[m]}) for set_id, ms in members.items()
+    }
 
 
 def _add_verdicts(conn: sa.Connection, jobs: list[dict[str, Any]]) -> None:
@@ -664,3 +673,27 @@ def _window(context: Any, pushes: dict[int, Any], culprit: int | None) -> list[d
             }
         )
     return window
+
+
+def backfills_of(
+    conn: sa.Connection, *, job_ids: Sequence[int] = (), push_id: int | None = None
+) -> list[dict[str, Any]]:
+    """(id, status, label, culprit) of reports about these jobs, or seen on this push."""
+    conditions = []
+    if job_ids:
+        conditions.append(backfill_report.c.job_id.in_(list(job_ids)))
+    if push_id is not None:
+        conditions.append(backfill_report.c.push_id == push_id)
+    if not conditions:
+        return []
+    rows = conn.execute(
+        sa.select(
+            backfill_report.c.id,
+            backfill_report.c.status,
+            backfill_report.c.label,
+            backfill_report.c.culprit_revision,
+        )
+        .where(sa.or_(*conditions))
+        .order_by(backfill_report.c.id)
+    )
+    return [dict(r._mapping) for r in rows]

@@ -33,6 +33,9 @@ def create_app(
 ) -> FastAPI:
     """The app serving `engine`'s data; writes dispatch through `protocol_factory`
     (True: the configured Taskcluster; None: only record requests for the next pass)."""
+    from fastapi.staticfiles import StaticFiles
+
+    from sheriff.web import dashboard
     from sheriff.web.api import actions, backfills, read
 
     app = FastAPI(
@@ -48,6 +51,8 @@ def create_app(
     app.include_router(read.router)
     app.include_router(actions.router)
     app.include_router(backfills.router)
+    app.mount("/static", StaticFiles(directory=dashboard.HERE / "static"), name="static")
+    app.include_router(dashboard.router)
 
     @app.exception_handler(sqlalchemy.exc.DataError)
     def _data_error(_: Request, exc: sqlalchemy.exc.DataError) -> JSONResponse:

@@ -1,0 +1,232 @@
+"""The dashboard: server-rendered pages over the same queries as the API.
+
+Pushes → a push's failed jobs by platform → a job's runs and failure lines side by side →
+similar jobs (what a backfill schedules) → the backfill report with its push strip.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from sheriff.store import api_queries, queries
+from sheriff.web.api.deps import MAX_INT32, MAX_INT64, Conn, JobId, RepoName, Revision, settings_of
+from sheriff.web.api.read import job_detail
+
+HERE = pathlib.Path(__file__).parent
+templates = Jinja2Templates(directory=HERE / "templates")
+
+VERDICT_TEXT = {
+    "regression": "regression",
+    "intermittent": "intermittent",
+    "infra": "infra",
+    "not-eligible": "not eligible",
+    "classified": "classified",
+    "wrong-tier": "wrong tier",
+    "pending": "pending",
+}
+PAGE = 30
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
+
+
+templates.env.filters["when"] = _when
+templates.env.filters["short"] = lambda revision: (revision or "")[:12]
+templates.env.globals["verdict_text"] = lambda v: VERDICT_TEXT.get(v or "", v or "")
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+
+def _page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def _not_found(request: Request, message: str) -> Response:
+    return _page(request, "error.html", 404, title="Not found", message=message)
+
+
+def _repo_id(conn: Any, repo: str) -> int | None:
+    return api_queries.repository_id(conn, repo)
+
+
+@router.get("/")
+def home(request: Request, conn: Conn) -> Response:
+    """The only repository's pushes, or the list of repositories."""
+    names = api_queries.repositories(conn)
+    if len(names) == 1:
+        return RedirectResponse(f"/{names[0]}/", status_code=307)
+    return _page(request, "home.html", title="sheriff", repositories=names)
+
+
+@router.get("/{repo}/")
+def pushes(
+    request: Request,
+    conn: Conn,
+    repo: RepoName,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
+) -> Response:
+    repo_id = _repo_id(conn, repo)
+    if repo_id is None:
+        return _not_found(request, f"sheriff knows no repository called {repo!r}.")
+    found = api_queries.list_pushes(conn, repo_id, offset=offset, count=PAGE)
+    return _page(
+        request,
+        "pushes.html",
+        title=f"{repo}: pushes",
+        repo=repo,
+        pushes=found,
+        offset=offset,
+        newer=max(0, offset - PAGE) if offset else None,
+        older=offset + PAGE if len(found) == PAGE else None,
+    )
+
+
+@router.get("/{repo}/push/{revision}/")
+def push_page(request: Request, conn: Conn, repo: RepoName, revision: Revision) -> Response:
+    repo_id = _repo_id(conn, repo)
+    found = api_queries.get_push(conn, repo_id, revision) if repo_id else None
+    if found is None:
+        return _not_found(request, f"No push {revision} on {repo}.")
+    jobs = api_queries.failed_jobs_of_push(conn, found["id"])
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for j in jobs:
+        groups.setdefault(f"{j['platform']} {j['option_collection']}", []).append(j)
+    settings = settings_of(request)
+    return _page(
+        request,
+        "push.html",
+        title=f"{repo} {revision[:12]}",
+        repo=repo,
+        push=found,
+        groups=groups,
+        backfills=api_queries.backfills_of(conn, push_id=found["id"]),
+        treeherder_url=f"{settings.treeherder_url.rstrip('/')}/jobs?"
+        + urlencode({"repo": repo, "revision": found["revision"]}),
+    )
+
+
+def _line_matrix(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each failure line seen on any run, the original's first, with where it showed."""
+    original = next((r for r in runs if not r["action"]), runs[0] if runs else None)
+    ordered: dict[str, None] = {}
+    for run in ([original] if original else []) + runs:
+        for line in run["failure_lines"]:
+            ordered.setdefault(line, None)
+    matrix = []
+    for line in ordered:
+        seen = [line in run["failure_lines"] for run in runs]
+        again = sum(
+            1
+            for run, hit in zip(runs, seen, strict=True)
+            if hit and run is not original and run["action"] == "retrigger"
+        )
+        matrix.append(
+            {
+                "line": line,
+                "seen": seen,
+                "in_original": bool(original and line in original["failure_lines"]),
+                "reproduced": again,
+            }
+        )
+    return matrix
+
+
+@router.get("/{repo}/jobs/{job_id}/")
+def job_page(request: Request, conn: Conn, repo: RepoName, job_id: JobId) -> Response:
+    repo_id = _repo_id(conn, repo)
+    found = api_queries.get_job(conn, repo_id, job_id) if repo_id else None
+    if found is None:
+        return _not_found(request, f"No job {job_id} on {repo}.")
+    settings = settings_of(request)
+    detail = job_detail(conn, settings, repo, found)
+    runs = detail["runs"]
+    return _page(
+        request,
+        "job.html",
+        title=f"{found['label']} on {found['revision'][:12]}",
+        repo=repo,
+        job=found,
+        detail=detail,
+        runs=runs,
+        matrix=_line_matrix(runs),
+        case=detail["case"],
+        backfills=api_queries.backfills_of(conn, job_ids=[r["id"] for r in runs]),
+        actions_enabled=bool(settings.api_token),
+    )
+
+
+@router.get("/{repo}/jobs/{job_id}/similar/")
+def similar_page(
+    request: Request,
+    conn: Conn,
+    repo: RepoName,
+    job_id: JobId,
+    match: Literal["any", "all"] = "any",
+    pushes: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> Response:
+    repo_id = _repo_id(conn, repo)
+    found = api_queries.get_job(conn, repo_id, job_id) if repo_id else None
+    if found is None:
+        return _not_found(request, f"No job {job_id} on {repo}.")
+    ids = queries.similar_jobs(conn, job_id, match=match, pushes=pushes)
+    similar = api_queries.jobs_by_id(conn, ids, include_manifests=True)
+    mine = set(found["manifests"])
+    by_push: dict[str, list[dict[str, Any]]] = {}
+    for j in similar:
+        j["shared"] = len(mine & set(j["manifests"]))
+        by_push.setdefault(j["revision"], []).append(j)
+    settings = settings_of(request)
+    # Treeherder's own filter for the same thing: its test_paths plus the platform.
+    query = [("repo", repo), ("revision", found["revision"])]
+    query += [("test_paths", m) for m in found["manifests"]]
+    query.append(("searchStr", f"{found['platform']} {found['option_collection']}"))
+    return _page(
+        request,
+        "similar.html",
+        title=f"Similar jobs: {found['label']}",
+        repo=repo,
+        job=found,
+        by_push=by_push,
+        count=len(similar),
+        match=match,
+        pushes=pushes,
+        treeherder_url=f"{settings.treeherder_url.rstrip('/')}/jobs?{urlencode(query)}",
+    )
+
+
+@router.get("/{repo}/backfills/")
+def backfills_page(request: Request, conn: Conn, repo: RepoName) -> Response:
+    repo_id = _repo_id(conn, repo)
+    if repo_id is None:
+        return _not_found(request, f"sheriff knows no repository called {repo!r}.")
+    reports = api_queries.list_backfills(
+        conn, api_queries.BackfillFilter(repository_id=repo_id), count=100
+    )
+    return _page(request, "backfills.html", title=f"{repo}: backfills", repo=repo, reports=reports)
+
+
+@router.get("/{repo}/backfills/{report_id}/")
+def backfill_page(
+    request: Request,
+    conn: Conn,
+    repo: RepoName,
+    report_id: Annotated[int, Path(ge=1, le=MAX_INT64)],
+) -> Response:
+    report = api_queries.get_backfill(conn, report_id)
+    if report is None or report["repository"] != repo:
+        return _not_found(request, f"No backfill report {report_id} on {repo}.")
+    return _page(
+        request,
+        "backfill.html",
+        title=f"Backfill {report_id}: {report['label']}",
+        repo=repo,
+        report=report,
+    )
