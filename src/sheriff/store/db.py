@@ -43,6 +43,10 @@ def create_engine(url: str) -> Engine:
         raise ConfigError(f"unusable database URL {url!r}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
+    else:
+        # Batch executemany INSERTs into multi-row VALUES statements even without
+        # RETURNING; psycopg's pipelined executemany sends one statement per row.
+        engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
 
 

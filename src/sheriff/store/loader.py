@@ -36,8 +36,8 @@ from sheriff.store.schema import (
 
 # Keeps every statement's bound parameters well under SQLite's and PostgreSQL's limits.
 CHUNK = 500
-
-JOB_STATE_COLUMNS = ("state", "result", "start_time", "end_time")
+# Above this many runs, PostgreSQL loads go through COPY instead of multi-row INSERTs.
+COPY_THRESHOLD = 2000
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
@@ -94,14 +94,16 @@ class Interner:
                 self.conn, table, [dict(zip(columns, k, strict=True)) for k in missing]
             )
             cols = [table.c[c] for c in columns]
-            for chunk in _chunks(missing):
-                where = (
-                    cols[0].in_([k[0] for k in chunk])
-                    if len(cols) == 1
-                    else sa.tuple_(*cols).in_(list(chunk))
-                )
-                for row in self.conn.execute(sa.select(table.c.id, *cols).where(where)):
-                    cache[tuple(row[1:])] = row[0]
+            wanted = set(missing)
+            # Filter on the first column only: PostgreSQL plans a row-value IN list as a
+            # sequential scan, while a plain IN list uses the unique index.
+            firsts = sorted({k[0] for k in missing})
+            for chunk in _chunks(firsts):
+                rows = self.conn.execute(sa.select(table.c.id, *cols).where(cols[0].in_(chunk)))
+                for row in rows:
+                    key = tuple(row[1:])
+                    if key in wanted:
+                        cache[key] = row[0]
         return cache
 
     def id(self, table: sa.Table, columns: tuple[str, ...], key: tuple) -> int:
@@ -257,7 +259,7 @@ def load_jobs(
             "result": j.result,
             "retriggerable": j.retriggerable,
             "action": j.action,
-            "parent_task_id": j.parent_task_id,
+            "parent_task_id": None if j.parent_task_id == j.task_group_id else j.parent_task_id,
             "test_type": j.test_type,
             "manifest_set_id": set_id,
             "submit_time": j.submit_time,
@@ -270,56 +272,91 @@ def load_jobs(
 
 
 def write_runs(conn: sa.Connection, rows: list[dict[str, Any]], stats: LoadStats) -> None:
-    """Insert new runs; move existing ones forward (never back) in state and result."""
-    existing: dict[tuple[str, int], tuple[int, str, str]] = {}
-    keys = sorted({(r["task_id"], r["run_id"]) for r in rows})
-    for chunk in _chunks(keys):
-        result = conn.execute(
-            sa.select(job.c.task_id, job.c.run_id, job.c.id, job.c.state, job.c.result).where(
-                sa.tuple_(job.c.task_id, job.c.run_id).in_(chunk)
-            )
-        )
-        for task_id, run_id, job_id, state, res in result:
-            existing[(task_id, run_id)] = (job_id, state, res)
+    """Insert new runs; move existing ones forward (never back) in state and result.
 
-    inserts: dict[tuple[str, int], dict[str, Any]] = {}
-    updates: list[dict[str, Any]] = []
+    One `INSERT … ON CONFLICT (task_id, run_id) DO UPDATE … WHERE <moves forward>` per
+    chunk: the unique index finds existing runs, whatever the planner's statistics say,
+    and concurrent loaders cannot both insert the same run.
+    """
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
     for r in rows:
         key = (r["task_id"], r["run_id"])
-        if key not in existing:
-            if key in inserts and not _moves_forward(inserts[key], r):
-                continue
-            inserts[key] = r
-            continue
-        job_id, state, res = existing[key]
-        if (state, res) == (r["state"], r["result"]) or not _moves_forward(
-            {"state": state, "result": res}, r
-        ):
-            stats.jobs_unchanged += 1
-            continue
-        update = {f"new_{c}": r[c] for c in JOB_STATE_COLUMNS}
-        updates.append({"job_id": job_id, **update})
-        existing[key] = (job_id, r["state"], r["result"])
+        if key not in latest or _moves_forward(latest[key], r):
+            latest[key] = r
+    ordered = [latest[k] for k in sorted(latest)]  # one lock order for concurrent loaders
+    stats.jobs_unchanged += len(rows) - len(ordered)
+    if not ordered:
+        return
+    max_before = conn.execute(sa.select(sa.func.max(job.c.id))).scalar() or 0
+    written: list[int] = []
+    if conn.dialect.name == "postgresql" and len(ordered) > COPY_THRESHOLD:
+        written = _upsert_by_copy(conn, ordered)
+    else:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = _upsert_runs(dialect.insert(job))
+        for chunk in _chunks(ordered, 1000):
+            written.extend(conn.execute(stmt, list(chunk)).scalars())
+    # Ids only grow, so a returned id above the previous maximum is a new row.
+    inserted = sum(1 for job_id in written if job_id > max_before)
+    stats.jobs_inserted += inserted
+    stats.jobs_updated += len(written) - inserted
+    stats.jobs_unchanged += len(ordered) - len(written)
 
-    if inserts:
-        for chunk in _chunks(list(inserts.values()), 2000):
-            conn.execute(job.insert(), list(chunk))
-        stats.jobs_inserted += len(inserts)
-    if updates:
-        stmt = (
-            job.update()
-            .where(job.c.id == sa.bindparam("job_id"))
-            .values(
-                {
-                    c: sa.func.coalesce(sa.bindparam(f"new_{c}"), job.c[c])
-                    if c.endswith("_time")
-                    else sa.bindparam(f"new_{c}")
-                    for c in JOB_STATE_COLUMNS
-                }
-            )
-        )
-        conn.execute(stmt, updates)
-        stats.jobs_updated += len(updates)
+
+def _upsert_runs(insert):  # type: ignore[no-untyped-def]
+    """The conflict clause shared by both bulk paths: move an existing run forward only."""
+    excluded = insert.excluded
+    return insert.on_conflict_do_update(
+        index_elements=[job.c.task_id, job.c.run_id],
+        set_={
+            "state": excluded.state,
+            "result": excluded.result,
+            "start_time": sa.func.coalesce(excluded.start_time, job.c.start_time),
+            "end_time": sa.func.coalesce(excluded.end_time, job.c.end_time),
+        },
+        where=_forward_sql(job.c.state, job.c.result, excluded.state, excluded.result),
+    ).returning(job.c.id)
+
+
+def _upsert_by_copy(conn: sa.Connection, ordered: list[dict[str, Any]]) -> list[int]:
+    """PostgreSQL bulk path: COPY into a temporary table, then one INSERT … SELECT."""
+    columns = list(ordered[0])
+    names = ", ".join(columns)
+    conn.exec_driver_sql(
+        f"CREATE TEMPORARY TABLE job_stage ON COMMIT DROP AS SELECT {names} FROM job WITH NO DATA"
+    )
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy(f"COPY job_stage ({names}) FROM STDIN") as copy:
+        for r in ordered:
+            copy.write_row([r[c] for c in columns])
+    staged = sa.table("job_stage", *(sa.column(c) for c in columns))
+    # Rows land clustered by push and label, as the API and triage read them; the unique
+    # index still serialises concurrent loaders of the same runs.
+    select = sa.select(*(staged.c[c] for c in columns)).order_by(
+        staged.c.push_id, staged.c.job_type_id, staged.c.task_id, staged.c.run_id
+    )
+    written = list(
+        conn.execute(_upsert_runs(postgresql.insert(job).from_select(columns, select))).scalars()
+    )
+    conn.exec_driver_sql("DROP TABLE job_stage")
+    return written
+
+
+def _rank_sql(state: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
+    return sa.case({name: rank for name, rank in STATE_RANK.items()}, value=state, else_=-1)
+
+
+def _forward_sql(old_state, old_result, new_state, new_result):  # type: ignore[no-untyped-def]
+    """SQL twin of `_moves_forward`."""
+    return sa.or_(
+        _rank_sql(new_state) > _rank_sql(old_state),
+        sa.and_(
+            new_state == "completed",
+            old_state == "completed",
+            new_result == "retry",
+            old_result != "retry",
+        ),
+    )
 
 
 def _moves_forward(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -327,7 +364,7 @@ def _moves_forward(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     if new_rank != old_rank:
         return new_rank > old_rank
     # Same state: only a completed run can still change result, to `retry` once rerun.
-    return new["state"] == "completed" and new["result"] == "retry"
+    return new["state"] == "completed" and new["result"] == "retry" and old["result"] != "retry"
 
 
 def _planned_manifest_sets(conn: sa.Connection, push_ids: set[int]) -> dict[tuple[int, str], int]:

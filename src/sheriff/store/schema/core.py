@@ -135,32 +135,35 @@ push_label_manifest_set = Table(
 job = Table(
     "job",
     metadata,
+    # Fixed-width columns first, widest first, so PostgreSQL wastes no bytes on alignment.
     Column("id", BigId, primary_key=True),
+    Column("submit_time", DateTime(timezone=True), nullable=False),
+    Column("start_time", DateTime(timezone=True)),
+    Column("end_time", DateTime(timezone=True)),
     Column("push_id", ForeignKey("push.id", ondelete="CASCADE"), nullable=False),
-    Column("task_id", String(22), nullable=False),
-    Column("run_id", SmallInteger, nullable=False),
-    # The identity tuple (SPEC §2).
     Column("repository_id", ForeignKey("repository.id"), nullable=False),
     Column("build_platform_id", ForeignKey("platform.id"), nullable=False),
     Column("machine_platform_id", ForeignKey("platform.id"), nullable=False),
     Column("job_group_id", ForeignKey("job_group.id"), nullable=False),
     Column("job_type_id", ForeignKey("job_type.id"), nullable=False),
-    Column("option_collection", String(32), nullable=False),
-    Column("tier", SmallInteger, nullable=False),
-    Column("job_kind", String(16), nullable=False),
-    # The rest of what sheriff needs to know about the run.
     Column("task_queue_id", ForeignKey("task_queue.id"), nullable=False),
-    Column("state", String(16), nullable=False),  # Treeherder's: pending/running/completed
-    Column("result", String(16), nullable=False),  # success/testfailed/exception/…/unknown
+    Column("manifest_set_id", ForeignKey("manifest_set.id")),
+    Column("run_id", SmallInteger, nullable=False),
+    Column("tier", SmallInteger, nullable=False),
     Column("classification_id", SmallInteger, nullable=False, server_default="1"),
     Column("retriggerable", Boolean, nullable=False, server_default="0"),
+    # The identity tuple (SPEC §2) is repository, build and machine platform, job group,
+    # job type (the label), option collection, tier and job kind; with the task and run
+    # ids and the state below, that is the whole job.
+    Column("task_id", String(22), nullable=False),
+    Column("option_collection", String(32), nullable=False),
+    Column("job_kind", String(16), nullable=False),
+    Column("state", String(16), nullable=False),  # Treeherder's: pending/running/completed
+    Column("result", String(16), nullable=False),  # success/testfailed/exception/…/unknown
     Column("action", String(32)),  # tags.action: the action that created this task
-    Column("parent_task_id", String(22)),  # extra.parent
+    # extra.parent when it is not the push's decision task (an action task); null otherwise.
+    Column("parent_task_id", String(22)),
     Column("test_type", String(32)),  # tags.test-type
-    Column("manifest_set_id", ForeignKey("manifest_set.id")),
-    Column("submit_time", DateTime(timezone=True), nullable=False),
-    Column("start_time", DateTime(timezone=True)),
-    Column("end_time", DateTime(timezone=True)),
     UniqueConstraint("task_id", "run_id"),
     Index(None, "push_id", "job_type_id"),
     # "Jobs on this platform configuration that ran these manifests, over these pushes."
