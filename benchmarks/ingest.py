@@ -22,10 +22,10 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic import Generator, Shape, test_paths  # noqa: E402
+from synthetic import Generator, Shape, test_paths
 
-from sheriff.store import db, queries  # noqa: E402
-from sheriff.store.loader import Interner, load_jobs, load_push_manifests  # noqa: E402
+from sheriff.store import db, queries
+from sheriff.store.loader import Interner, load_jobs, load_push_manifests
 
 PG_ADMIN = "postgresql+psycopg://root@127.0.0.1:5432/test"
 OURS = ("job", "manifest_set", "manifest_set_member")

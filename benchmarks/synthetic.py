@@ -1,6 +1,6 @@
 """Synthetic jobs in the shape of real Firefox CI test tasks, for the benchmarks.
 
-Labels recur across pushes (platform × suite × chunk), each running about ten manifests
+Labels recur across pushes (platform, suite and chunk), each running about ten manifests
 from a pool; a share of pushes deals manifests to chunks afresh, as dynamic chunking
 does, so manifest sets both recur and change.
 """
