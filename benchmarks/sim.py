@@ -23,20 +23,21 @@ TOKEN = re.compile(rb'"continuationToken":"([^"]+)"')
 
 
 def main(path: Path = SCENARIO) -> None:
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     scenario = load_scenario(path)
     world = World(scenario)
-    loaded = time.perf_counter() - started
+    loaded, loaded_cpu = time.perf_counter() - started, time.process_time() - cpu
     day = scenario.pushes * scenario.push_interval_minutes + 12 * 60
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     world.advance(day)
-    played = time.perf_counter() - started
+    played, played_cpu = time.perf_counter() - started, time.process_time() - cpu
     tests = sum(1 for t in world.tasks.values() if t.kind == "test")
     print(f"scenario {scenario.name}: {scenario.pushes} pushes, {tests} test tasks")
-    print(f"load (parse + world): {loaded:.2f} s   (target <= 10 s)")
+    # CPU seconds beside wall seconds: on a shared machine the wall clock also counts others.
+    print(f"load (parse + world): {loaded:.2f} s, CPU {loaded_cpu:.2f} s   (target <= 10 s)")
     print(
-        f"play {day / 60:.0f} virtual hours ({len(world.jobs)} jobs): {played:.2f} s; "
-        f"load + play {loaded + played:.2f} s"
+        f"play {day / 60:.0f} virtual hours ({len(world.jobs)} jobs): {played:.2f} s, "
+        f"CPU {played_cpu:.2f} s; load + play {loaded + played:.2f} s"
     )
     _list_task_group(scenario)
 

@@ -162,6 +162,11 @@ class Catalog:
             for test in sorted(tests):
                 by_manifest.setdefault(self.test_manifest[test], []).append(test)
             self.regressed.append(by_manifest)
+        # (regression, test) pairs per manifest, for the hot path of drawing outcomes.
+        self.regressed_by_manifest: dict[str, list[tuple[int, str]]] = {}
+        for i, by_manifest in enumerate(self.regressed):
+            for manifest, tests in by_manifest.items():
+                self.regressed_by_manifest.setdefault(manifest, []).extend((i, t) for t in tests)
 
     def failure_mode(self, test: str) -> FailureMode:
         """The one way this test fails (drawn once from its path)."""

@@ -73,7 +73,6 @@ class World:
         self._sequence = 0
         self._next_job_id = 1
         self._static_chunks: dict[int, list[tuple[str, ...]]] = {}
-        self._candidate_cache: dict[tuple[str, ...], Any] = {}
         for i in range(scenario.pushes):
             self._at(i * scenario.push_interval_minutes, "push", i)
         self.advance(0)
@@ -380,18 +379,17 @@ class World:
     def _candidates(
         self, manifests: tuple[str, ...]
     ) -> tuple[list[tuple[str, float]], list[tuple[int, str]]]:
-        """The flaky and the regressed tests among a manifest set (cached per set)."""
-        found = self._candidate_cache.get(manifests)
-        if found is None:
-            flaky = [pair for m in manifests for pair in self.catalog.flaky.get(m, ())]
-            regressed = [
-                (r, test)
-                for r, by_manifest in enumerate(self.catalog.regressed)
-                for m in manifests
-                for test in by_manifest.get(m, ())
-            ]
-            found = self._candidate_cache[manifests] = (flaky, regressed)
-        return found
+        """The flaky tests and the (regression, test) pairs among a manifest set."""
+        flaky_by_manifest = self.catalog.flaky
+        regressed_by_manifest = self.catalog.regressed_by_manifest
+        flaky = [pair for m in manifests if m in flaky_by_manifest for pair in flaky_by_manifest[m]]
+        regressed = [
+            pair
+            for m in manifests
+            if m in regressed_by_manifest
+            for pair in regressed_by_manifest[m]
+        ]
+        return flaky, regressed
 
     # -- Treeherder ---------------------------------------------------------------------
 
