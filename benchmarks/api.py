@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -28,9 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.synthetic import Generator, Shape, test_paths
 
 from sheriff.config import load_settings
-from sheriff.store import db, loader
+from sheriff.store import db, loader, queries
 from sheriff.store.loader import Interner, load_jobs, load_push_manifests
-from sheriff.store.schema import job
+from sheriff.store.schema import (
+    backfill_record,
+    backfill_report,
+    job,
+    job_type,
+    push,
+    run_observation,
+    triage_case,
+)
 from sheriff.web import create_app
 
 ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -123,13 +132,174 @@ def time_requests(client: httpx.Client, urls: list[str]) -> tuple[float, float, 
     return (*percentiles(timings), statistics.mean(sizes))
 
 
+def add_triage(engine: sa.Engine, seed: int = 5) -> dict[str, list[int]]:
+    """A case per failed run (verdicts drawn at random), observations with failure lines,
+    and a backfill report per regression: what a triaged day looks like to the pages."""
+    rng = random.Random(seed)
+    now = datetime.now(UTC)
+    verdicts = ["regression", "intermittent", "intermittent", "infra", "not-eligible", None]
+    made: dict[str, list[int]] = {"cases": [], "reports": [], "jobs": []}
+    with engine.begin() as conn:
+        failed = conn.execute(
+            sa.select(job.c.id, job.c.push_id, job.c.manifest_set_id, job_type.c.name)
+            .join(job_type, job_type.c.id == job.c.job_type_id)
+            .where(job.c.result == "testfailed")
+        ).all()
+        for job_id, push_id, set_id, label in failed:
+            verdict = rng.choice(verdicts)
+            line = f"TEST-UNEXPECTED-FAIL | {label}/test_{rng.randint(0, 19):03d}.js | oops"
+            case_id = conn.execute(
+                triage_case.insert()
+                .values(
+                    job_id=job_id,
+                    push_id=push_id,
+                    label=label,
+                    state="decided" if verdict else "waiting",
+                    verdict=verdict,
+                    rule="synthetic",
+                    policy="seed",
+                    p_regression=rng.random(),
+                    evidence={"lines": {line: 2}},
+                    opened_at=now,
+                    updated_at=now,
+                )
+                .returning(triage_case.c.id)
+            ).scalar_one()
+            conn.execute(
+                run_observation.insert().values(
+                    job_id=job_id,
+                    parse_status="parsed",
+                    failure_lines=[line],
+                    raw_failure_lines=[line],
+                    updated_at=now,
+                )
+            )
+            made["cases"].append(case_id)
+            made["jobs"].append(job_id)
+            if verdict != "regression":
+                continue
+            window = list(reversed(queries.recent_push_ids(conn, push_id, 10)))
+            report_id = conn.execute(
+                backfill_report.insert()
+                .values(
+                    repository_id=1,
+                    push_id=push_id,
+                    job_id=job_id,
+                    case_id=case_id,
+                    source="regression",
+                    label=label,
+                    strategy="bisect",
+                    same_manifests=True,
+                    tests=[],
+                    failure_lines=[line],
+                    fail_rate=1.0,
+                    case_ids=[case_id],
+                    status="culprit",
+                    culprit_push_id=window[len(window) // 2],
+                    opened_at=now,
+                    mature_at=now,
+                    updated_at=now,
+                )
+                .returning(backfill_report.c.id)
+            ).scalar_one()
+            conn.execute(
+                backfill_record.insert().values(
+                    report_id=report_id,
+                    job_id=job_id,
+                    label=label,
+                    platform="-",
+                    option_collection="opt",
+                    tier=1,
+                    manifest_set_id=set_id,
+                    context={
+                        "window": window,
+                        "outcomes": {str(p): rng.choice(["clean", "failing"]) for p in window},
+                        "requested": {
+                            str(p): [{"times": 2, "at": now.isoformat()}] for p in window
+                        },
+                    },
+                    status="successful",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            made["reports"].append(report_id)
+    return made
+
+
+def time_pages(client: httpx.Client, urls: list[str]) -> tuple[float, float, float]:
+    """p50 and p95 of the server time (Server-Timing header), and the p95 wall time, in ms."""
+    server, wall = [], []
+    for url in urls:
+        started = time.perf_counter()
+        answer = client.get(url)
+        wall.append(time.perf_counter() - started)
+        answer.raise_for_status()
+        server.append(float(answer.headers["server-timing"].split("dur=")[1]) / 1000)
+    return (*percentiles(server), percentiles(wall)[1])
+
+
+def dashboard(args: argparse.Namespace) -> None:
+    """Server time of each dashboard page with a day of autoland loaded."""
+    # autoland-day.yaml: 120 pushes x 8 platforms x 67 chunks x 0.6 scheduled ~ 38,600 jobs.
+    shape = Shape(jobs=args.jobs)
+    with tempfile.TemporaryDirectory() as tmp:
+        url, drop = database_url(args.backend, Path(tmp))
+        engine = db.open_database(url)
+        server = None
+        try:
+            load(engine, shape, args.batch)
+            made = add_triage(engine)
+            print(
+                f"{args.backend}: {args.jobs:,} jobs, {len(made['cases']):,} cases, "
+                f"{len(made['reports']):,} backfill reports"
+            )
+            with engine.connect() as conn:
+                revisions = list(conn.execute(sa.select(push.c.revision)).scalars())
+            app = create_app(engine, load_settings(), protocol_factory=None)
+            server = Server(app)
+            base = f"http://127.0.0.1:{server.port}/autoland"
+            rng = random.Random(3)
+            n = args.samples
+            pages = {
+                "pushes": [f"{base}/"] * n,
+                "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
+                "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
+                "similar jobs": [
+                    f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)
+                ],
+                "backfill report": [
+                    f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
+                ],
+            }
+            print(f"{'page':16} | server p50 ms | server p95 ms | wall p95 ms")
+            with httpx.Client(timeout=60) as client:
+                client.get(f"{base}/")
+                for name, urls in pages.items():
+                    p50, p95, wall = time_pages(client, urls)
+                    print(f"{name:16} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+        finally:
+            if server:
+                server.stop()
+            engine.dispose()
+            drop()  # type: ignore[operator]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=200, help="requests per endpoint shape")
     parser.add_argument("--backend", choices=("postgresql", "sqlite"), default="postgresql")
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="time the dashboard pages instead (use --jobs 38600: autoland-day's size)",
+    )
     args = parser.parse_args()
+    if args.dashboard:
+        dashboard(args)
+        return
 
     shape = Shape(jobs=args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
