@@ -1,0 +1,131 @@
+"""Treeherder's REST API, as sheriff reads it: pushes, jobs, log parse status, bug suggestions.
+
+Every request has a timeout and is retried with backoff on connection errors, 5xx and
+429; anything else becomes a one-line `TreeherderError` naming the call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from sheriff.errors import ServiceError
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class TreeherderError(ServiceError):
+    """A Treeherder call failed; `status` is the HTTP status (None: no answer)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TreeherderUnavailable(TreeherderError):
+    """No usable answer after every retry."""
+
+
+class Treeherder:
+    """A small synchronous client; counts the requests it makes."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_seconds: float = 30.0,
+        retries: int = 5,
+        backoff_seconds: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retries = retries
+        self.backoff_seconds = backoff_seconds
+        self.requests = 0
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout_seconds,
+            headers={"User-Agent": "sheriff (automated CI sheriff)"},
+            transport=transport,
+            follow_redirects=True,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Treeherder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET `path` (relative to the base URL) and return its JSON."""
+        what = f"Treeherder {path}"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(self.backoff_seconds * 2 ** (attempt - 1), 30.0))
+            self.requests += 1
+            try:
+                response = self._http.get(path, params=params or None)
+            except httpx.HTTPError as exc:
+                if attempt < self.retries:
+                    continue
+                raise TreeherderUnavailable(
+                    f"{what}: no answer from {self.base_url} ({exc.__class__.__name__})"
+                ) from exc
+            if response.status_code in RETRYABLE_STATUS and attempt < self.retries:
+                continue
+            if response.status_code in RETRYABLE_STATUS:
+                raise TreeherderUnavailable(
+                    f"{what}: HTTP {response.status_code} after {self.retries} retries",
+                    status=response.status_code,
+                )
+            if response.status_code >= 400:
+                raise TreeherderError(
+                    f"{what}: HTTP {response.status_code}: {response.text[:200]!r}",
+                    status=response.status_code,
+                )
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise TreeherderError(f"{what}: the answer is not JSON") from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def pushes(self, repo: str, *, since: int, until: int) -> Iterator[dict[str, Any]]:
+        """Pushes whose `push_timestamp` (epoch seconds) is within [since, until], newest first."""
+        params: dict[str, Any] = {
+            "push_timestamp__gte": since,
+            "push_timestamp__lte": until,
+            "count": 100,
+        }
+        while True:
+            page = self.get(f"/api/project/{repo}/push/", **params).get("results", [])
+            yield from page
+            if len(page) < params["count"]:
+                return
+            params["id__lt"] = min(p["id"] for p in page)
+
+    def jobs_of_task(self, task_id: str) -> list[dict[str, Any]]:
+        """The jobs (one per ingested run) of a task, as flat dicts."""
+        answer = self.get("/api/jobs/", task_id=task_id)
+        names = answer.get("job_property_names", [])
+        return [dict(zip(names, row, strict=False)) for row in answer.get("results", [])]
+
+    def log_urls(self, repo: str, job_id: int) -> list[dict[str, Any]]:
+        return list(self.get(f"/api/project/{repo}/job-log-url/", job_id=job_id))
+
+    def bug_suggestions(self, repo: str, job_id: int) -> list[dict[str, Any]]:
+        return list(self.get(f"/api/project/{repo}/jobs/{job_id}/bug_suggestions/"))
+
+
+def parse_status(log_urls: list[dict[str, Any]]) -> str | None:
+    """The parse status of a job's main log (None: Treeherder lists no log yet)."""
+    statuses = {entry.get("name"): entry.get("parse_status") for entry in log_urls}
+    for name in ("live_backing_log", "builds-4h"):
+        if name in statuses:
+            return statuses[name]
+    return next(iter(statuses.values()), None)

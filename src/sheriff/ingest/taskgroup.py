@@ -1,0 +1,123 @@
+"""Ingest a push's task group from Taskcluster: its jobs, and the action tasks still at work.
+
+A push's decision task is found in the Index; `listTaskGroup` then gives every task of the
+push (retriggers and backfills land in the same group) with its status. Each run becomes
+a job row. Action tasks that have not finished are remembered, not stored: the runs they
+will create are what a triage pass must count before asking for more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sheriff.actions.strategies import REGISTRY
+from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterNotFound, paginate
+from sheriff.model.job import NotATreeherderJob, TaskJob, TaskShapeError, job_from_task
+
+UNRESOLVED = frozenset({"unscheduled", "pending", "running"})
+
+
+@dataclass(frozen=True)
+class ActionTaskView:
+    """An action task of the group: which action, on what, asking for what."""
+
+    task_id: str
+    callback: str
+    target_task_id: str | None
+    input: Mapping[str, Any]
+    state: str  # Taskcluster task state
+
+    @property
+    def unresolved(self) -> bool:
+        return self.state in UNRESOLVED
+
+
+@dataclass
+class GroupListing:
+    """What one `listTaskGroup` said about a push."""
+
+    decision_task_id: str
+    jobs: list[TaskJob]
+    action_tasks: list[ActionTaskView]
+    labels: dict[str, str]  # task id → label, for every task of the group
+    skipped: int = 0
+
+    def runs_to_come(self) -> Counter[str]:
+        """Runs per label that unfinished action tasks will create on this push."""
+        counts: Counter[str] = Counter()
+        for action in self.action_tasks:
+            if not action.unresolved or action.callback not in REGISTRY:
+                continue
+            target = self.labels.get(action.target_task_id or "")
+            counts.update(
+                REGISTRY[action.callback]().runs(action.input, [target] if target else [])
+            )
+        return counts
+
+
+def find_decision_task(clients: TaskclusterClients, repo: str, revision: str) -> str | None:
+    """The decision task of a push, from the Index; None while it does not exist yet."""
+    try:
+        found = clients.index.findTask(f"gecko.v2.{repo}.revision.{revision}.taskgraph.decision")
+    except TaskclusterNotFound:
+        return None
+    return found.get("taskId")
+
+
+def _action_view(task_id: str, task: Mapping[str, Any], state: str) -> ActionTaskView | None:
+    env = (task.get("payload") or {}).get("env") or {}
+    callback = env.get("ACTION_CALLBACK")
+    if not callback:
+        return None
+    try:
+        action_input = json.loads(env.get("ACTION_INPUT") or "{}")
+    except json.JSONDecodeError:
+        action_input = {}
+    return ActionTaskView(
+        task_id=task_id,
+        callback=callback,
+        target_task_id=env.get("ACTION_TASK_ID") or None,
+        input=action_input if isinstance(action_input, Mapping) else {},
+        state=state,
+    )
+
+
+def jobs_of_entry(
+    task_id: str, task: Mapping[str, Any], status: Mapping[str, Any]
+) -> list[TaskJob]:
+    """Every run of one listed task as a job; an exception run followed by a rerun is `retry`."""
+    runs = status.get("runs") or [None]
+    jobs = [job_from_task(task_id, task, run_id, run) for run_id, run in enumerate(runs)]
+    return [
+        replace(j, result="retry") if j.result == "exception" and j.run_id < len(runs) - 1 else j
+        for j in jobs
+    ]
+
+
+def parse_listing(decision_task_id: str, entries: Iterable[Mapping[str, Any]]) -> GroupListing:
+    listing = GroupListing(decision_task_id, [], [], {})
+    for entry in entries:
+        task, status = entry["task"], entry["status"]
+        task_id = status["taskId"]
+        listing.labels[task_id] = (task.get("metadata") or {}).get("name", "")
+        view = _action_view(task_id, task, status.get("state", "unscheduled"))
+        if view is not None:
+            listing.action_tasks.append(view)
+        try:
+            listing.jobs.extend(jobs_of_entry(task_id, task, status))
+        except NotATreeherderJob:
+            listing.skipped += 1
+        except TaskShapeError:
+            # One malformed task must not stop triage of the push; it is simply not a job.
+            listing.skipped += 1
+    return listing
+
+
+def list_group(clients: TaskclusterClients, decision_task_id: str) -> GroupListing:
+    """All tasks of the group, through every page of `listTaskGroup`."""
+    entries = paginate(clients.queue.listTaskGroup, decision_task_id, key="tasks")
+    return parse_listing(decision_task_id, entries)

@@ -1,0 +1,1 @@
+"""Triage: one case per failed test run, retriggers, verdicts (SPEC §3)."""

@@ -1,0 +1,302 @@
+"""One triage pass: ingest what changed → advance every open case → send what they asked for.
+
+All state lives in the database, so a pass can stop anywhere and the next one continues;
+two passes at once never ask twice (see `triage.cases`). A pass reads only what can
+still change: a push whose jobs have all resolved and whose cases are all decided is not
+listed again, and a run's finished observation is not fetched again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sheriff.actions import log as request_log
+from sheriff.actions.protocol import ActionsProtocol
+from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
+from sheriff.ci.treeherder import Treeherder
+from sheriff.config import Settings
+from sheriff.errors import ConfigError
+from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
+from sheriff.model.job import PushRef
+from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
+from sheriff.store.loader import Interner, ensure_pushes, load_jobs
+from sheriff.store.schema import job, job_type, push, repository, triage_case
+from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
+from sheriff.triage.observe import Observer, RunRef, latest_runs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PassSummary:
+    """What one pass did, for the CLI's progress line and the tests."""
+
+    pushes: int = 0
+    groups_listed: int = 0
+    jobs_written: int = 0
+    cases_opened: int = 0
+    runs_observed: int = 0
+    decided: Counter[str] = field(default_factory=Counter)
+    retriggers_asked: int = 0
+    requests_sent: int = 0
+    requests_dry_run: int = 0
+    cancelled: int = 0
+    open_cases: int = 0
+
+
+def policy_named(name: str) -> Policy:
+    try:
+        return get_policy(name)
+    except UnknownPolicyError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+@dataclass
+class PushState:
+    push_id: int
+    revision: str
+    decision_task_id: str | None
+    listing: GroupListing | None = None
+
+
+class Triage:
+    """Runs passes for one repository with one policy."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        clients: TaskclusterClients,
+        treeherder: Treeherder,
+        *,
+        repo: str,
+        live: bool = False,
+        policy: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.clients = clients
+        self.treeherder = treeherder
+        self.repo = repo
+        self.live = live
+        self.policy = policy_named(policy or settings.policy)
+        self.observer = Observer(engine, treeherder, clients, repo)
+        self.after_pass: list[Callable[[datetime], None]] = []
+
+    def run_pass(
+        self,
+        *,
+        since: datetime,
+        until: datetime,
+        now: datetime | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> PassSummary:
+        now = now or datetime.now(UTC)
+        say = progress or (lambda _msg: None)
+        summary = PassSummary()
+        pushes = self._discover(since, until)
+        summary.pushes = len(pushes)
+        for state in self._to_list(pushes):
+            say(f"listing task group of {state.revision[:12]}")
+            self._list(state, summary)
+        listed = [p for p in pushes.values() if p.listing is not None]
+        with self.engine.begin() as conn:
+            summary.cases_opened = open_cases(
+                conn, [p.push_id for p in listed], self.policy.name, now
+            )
+        with_cases = self._pushes_with_open_cases(pushes)
+        say(f"observing runs of {len(with_cases)} pushes with open cases")
+        summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
+        plans: list[PushPlan] = []
+        for state in with_cases:
+            with self.engine.begin() as conn:
+                plan = advance_push(
+                    conn,
+                    push_id=state.push_id,
+                    repo=self.repo,
+                    revision=state.revision,
+                    decision_task_id=state.decision_task_id,
+                    policy=self.policy,
+                    queue_prefixes=self.settings.queue_prefixes,
+                    runs_to_come=state.listing.runs_to_come() if state.listing else {},
+                    seen_action_tasks=(
+                        {a.task_id for a in state.listing.action_tasks} if state.listing else ()
+                    ),
+                    now=now,
+                    runs_wanted=self.settings.runs_wanted,
+                    min_reproductions=self.settings.regression_min_reproductions,
+                    count_dry_runs=not self.live,
+                )
+            plans.append(plan)
+            summary.decided.update(plan.decided)
+            summary.retriggers_asked += sum(plan.retriggers.values())
+        self._send(summary)
+        self._cancel([t for plan in plans for t in plan.cancel], summary)
+        for hook in self.after_pass:
+            hook(now)
+        with self.engine.connect() as conn:
+            summary.open_cases = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(triage_case)
+                .where(triage_case.c.state.in_(OPEN_STATES))
+            ).scalar_one()
+        return summary
+
+    # -- ingest ---------------------------------------------------------------------------
+
+    def _discover(self, since: datetime, until: datetime) -> dict[int, PushState]:
+        """Pushes in the window (from Treeherder) and every push with an open case."""
+        found = list(
+            self.treeherder.pushes(
+                self.repo, since=int(since.timestamp()), until=int(until.timestamp())
+            )
+        )
+        with self.engine.begin() as conn:
+            interner = Interner(conn)
+            refs = {
+                PushRef(self.repo, p["revision"], None): (
+                    datetime.fromtimestamp(p["push_timestamp"], UTC),
+                    None,
+                )
+                for p in found
+            }
+            ids = ensure_pushes(conn, interner, refs) if refs else {}
+            rows = conn.execute(
+                sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
+                .join(repository, repository.c.id == push.c.repository_id)
+                .where(
+                    repository.c.name == self.repo,
+                    sa.or_(
+                        push.c.id.in_(list(ids.values())),
+                        push.c.id.in_(
+                            sa.select(triage_case.c.push_id).where(
+                                triage_case.c.state.in_(OPEN_STATES)
+                            )
+                        ),
+                    ),
+                )
+            ).all()
+        return {r.id: PushState(r.id, r.revision, r.decision_task_id) for r in rows}
+
+    def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
+        """Pushes whose task group can still change what sheriff knows."""
+        if not pushes:
+            return []
+        ids = list(pushes)
+        with self.engine.connect() as conn:
+            unresolved = set(
+                conn.execute(
+                    sa.select(job.c.push_id)
+                    .distinct()
+                    .where(job.c.push_id.in_(ids), job.c.state != "completed")
+                ).scalars()
+            )
+            with_jobs = set(
+                conn.execute(
+                    sa.select(job.c.push_id).distinct().where(job.c.push_id.in_(ids))
+                ).scalars()
+            )
+            open_ = set(
+                conn.execute(
+                    sa.select(triage_case.c.push_id)
+                    .distinct()
+                    .where(triage_case.c.push_id.in_(ids), triage_case.c.state.in_(OPEN_STATES))
+                ).scalars()
+            )
+        return [
+            p
+            for p in pushes.values()
+            if p.push_id not in with_jobs or p.push_id in unresolved or p.push_id in open_
+        ]
+
+    def _list(self, state: PushState, summary: PassSummary) -> None:
+        if state.decision_task_id is None:
+            state.decision_task_id = find_decision_task(self.clients, self.repo, state.revision)
+            if state.decision_task_id is None:
+                return  # the decision task has not been indexed yet
+        listing = list_group(self.clients, state.decision_task_id)
+        summary.groups_listed += 1
+        state.listing = listing
+        with self.engine.begin() as conn:
+            stats = load_jobs(conn, listing.jobs)
+            conn.execute(
+                push.update()
+                .where(push.c.id == state.push_id, push.c.decision_task_id.is_(None))
+                .values(decision_task_id=state.decision_task_id)
+            )
+        summary.jobs_written += stats.jobs_inserted + stats.jobs_updated
+
+    def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
+        with self.engine.connect() as conn:
+            ids = set(
+                conn.execute(
+                    sa.select(triage_case.c.push_id)
+                    .distinct()
+                    .where(
+                        triage_case.c.push_id.in_(list(pushes)),
+                        triage_case.c.state.in_(OPEN_STATES),
+                    )
+                ).scalars()
+            )
+        return [pushes[i] for i in sorted(ids)]
+
+    def _runs_to_observe(self, states: Sequence[PushState]) -> list[RunRef]:
+        refs: list[RunRef] = []
+        with self.engine.connect() as conn:
+            for state in states:
+                cases = conn.execute(
+                    sa.select(triage_case.c.job_id, triage_case.c.label, triage_case.c.state).where(
+                        triage_case.c.push_id == state.push_id,
+                        triage_case.c.state.in_(OPEN_STATES),
+                    )
+                ).all()
+                originals = {c.job_id: c for c in cases}
+                labels = {c.label for c in cases if c.state != "new"}
+                runs = latest_runs(conn, state.push_id)
+                names = _labels_of(conn, runs)
+                for r in runs:
+                    if r["id"] in originals:
+                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], errorsummary=True))
+                    elif (
+                        names[r["job_type_id"]] in labels
+                        and r["state"] == "completed"
+                        and r["job_kind"] == "test"
+                    ):
+                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"]))
+        return refs
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _send(self, summary: PassSummary) -> None:
+        protocol = ActionsProtocol(self.clients)
+        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live):
+            if row.state == "sent":
+                summary.requests_sent += 1
+            elif row.state == "dry-run":
+                summary.requests_dry_run += 1
+
+    def _cancel(self, task_ids: Sequence[str], summary: PassSummary) -> None:
+        if not self.live:
+            return
+        for task_id in task_ids:
+            try:
+                self.clients.queue.cancelTask(task_id)
+                summary.cancelled += 1
+            except TaskclusterError as exc:
+                log.info("could not cancel %s: %s", task_id, exc)
+
+
+def _labels_of(conn: sa.Connection, runs: Sequence[dict]) -> dict[int, str]:
+    ids = {r["job_type_id"] for r in runs}
+    if not ids:
+        return {}
+    return dict(
+        conn.execute(sa.select(job_type.c.id, job_type.c.name).where(job_type.c.id.in_(ids))).all()
+    )

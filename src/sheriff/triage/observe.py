@@ -1,0 +1,171 @@
+"""What Treeherder and the artifacts say about runs, fetched until it can no longer change.
+
+For a run (job row): Treeherder's job id and classification once it has ingested the run,
+the parse status of its log until it is `parsed` or `failed`, then its bug suggestions
+(the failure lines, normalised) once; for original runs also the errorsummary artifact.
+Everything is kept in `run_observation`, and a finished observation is never fetched again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
+from sheriff.ci.treeherder import Treeherder, parse_status
+from sheriff.model.case import ErrorSummaryState, errorsummary_artifact
+from sheriff.model.errorsummary import parse_errorsummary
+from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+from sheriff.store.loader import insert_ignoring_conflicts
+from sheriff.store.schema import job, run_observation
+
+FINAL_PARSE_STATUSES = frozenset({"parsed", "failed", "skipped-size"})
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run to observe; `errorsummary` says whether its artifact must be read too."""
+
+    job_id: int
+    task_id: str
+    run_id: int
+    errorsummary: bool = False
+
+
+def observation_done(row: Any, want_errorsummary: bool) -> bool:
+    """Nothing more will be learnt about this run."""
+    if row is None:
+        return False
+    lines_done = row["parse_status"] in FINAL_PARSE_STATUSES and (
+        row["parse_status"] != "parsed" or row["failure_lines"] is not None
+    )
+    return lines_done and (not want_errorsummary or row["errorsummary"] is not None)
+
+
+def observations(conn: sa.Connection, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    ids = sorted(set(job_ids))
+    found: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(
+            sa.select(run_observation).where(run_observation.c.job_id.in_(ids[start : start + 500]))
+        ).mappings()
+        found.update({r["job_id"]: dict(r) for r in rows})
+    return found
+
+
+class Observer:
+    """Fetches what is still missing about runs, one service call at a time."""
+
+    def __init__(
+        self, engine: Engine, treeherder: Treeherder, clients: TaskclusterClients, repo: str
+    ) -> None:
+        self.engine = engine
+        self.treeherder = treeherder
+        self.clients = clients
+        self.repo = repo
+
+    def observe(self, runs: Sequence[RunRef], now: datetime) -> int:
+        """Bring the observations of `runs` up to date; returns how many changed."""
+        with self.engine.connect() as conn:
+            known = observations(conn, (r.job_id for r in runs))
+        changed = 0
+        for run in runs:
+            current = known.get(run.job_id)
+            if observation_done(current, run.errorsummary):
+                continue
+            update = self._fetch(run, dict(current or {}))
+            if update is None:
+                continue
+            self._store(run.job_id, update, now)
+            changed += 1
+        return changed
+
+    def _fetch(self, run: RunRef, row: dict[str, Any]) -> dict[str, Any] | None:
+        update: dict[str, Any] = {}
+        if row.get("treeherder_job_id") is None:
+            th_job = next(
+                (
+                    j
+                    for j in self.treeherder.jobs_of_task(run.task_id)
+                    if int(j.get("retry_id", 0)) == run.run_id
+                ),
+                None,
+            )
+            if th_job is not None:
+                update["treeherder_job_id"] = int(th_job["id"])
+                update["classification_id"] = int(th_job.get("failure_classification_id") or 1)
+        job_id = update.get("treeherder_job_id", row.get("treeherder_job_id"))
+        status = row.get("parse_status")
+        if job_id is not None and status not in FINAL_PARSE_STATUSES:
+            status = parse_status(self.treeherder.log_urls(self.repo, job_id)) or "pending"
+            update["parse_status"] = status
+        if job_id is not None and status == "parsed" and row.get("failure_lines") is None:
+            suggestions = self.treeherder.bug_suggestions(self.repo, job_id)
+            update["failure_lines"] = failure_lines_from_bug_suggestions(suggestions)
+            update["raw_failure_lines"] = [
+                search
+                for search in (str(s.get("search", "")) for s in suggestions)
+                if "TEST-UNEXPECTED-" in search or "PROCESS-CRASH" in search
+            ]
+            update["bug_suggestions"] = _trimmed(suggestions)
+        if run.errorsummary and row.get("errorsummary") is None:
+            update.update(self._errorsummary(run))
+        return update or None
+
+    def _errorsummary(self, run: RunRef) -> dict[str, Any]:
+        try:
+            listing = self.clients.queue.listArtifacts(run.task_id, str(run.run_id))
+        except TaskclusterError:
+            return {}  # artifacts of a run still being uploaded: look again next pass
+        names = [a["name"] for a in listing.get("artifacts", [])]
+        name = errorsummary_artifact(names)
+        if name is None:
+            return {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}
+        text = self.clients.latest_artifact(run.task_id, name).decode("utf-8", "replace")
+        summary = parse_errorsummary(text)
+        return {
+            "errorsummary": (
+                ErrorSummaryState.COMPLETE if summary.complete else ErrorSummaryState.INCOMPLETE
+            ).value,
+            "structured_failures": [[f.test, f.subtest, f.status] for f in summary.failures],
+        }
+
+    def _store(self, job_id: int, update: dict[str, Any], now: datetime) -> None:
+        with self.engine.begin() as conn:
+            insert_ignoring_conflicts(
+                conn, run_observation, [{"job_id": job_id, "updated_at": now}]
+            )
+            conn.execute(
+                run_observation.update()
+                .where(run_observation.c.job_id == job_id)
+                .values(updated_at=now, **update)
+            )
+
+
+def _trimmed(suggestions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What sheriff keeps of bug suggestions: the line and the open intermittent bugs."""
+    kept = []
+    for s in suggestions:
+        bugs = (s.get("bugs") or {}).get("open_recent") or []
+        kept.append(
+            {
+                "search": s.get("search"),
+                "open_bugs": [b.get("id") for b in bugs if isinstance(b, dict)],
+            }
+        )
+    return kept
+
+
+def latest_runs(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
+    """The latest run of every task of a push, as job rows (mappings)."""
+    later = sa.alias(job)
+    stmt = sa.select(job).where(
+        job.c.push_id == push_id,
+        ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
+    )
+    return [dict(r) for r in conn.execute(stmt).mappings()]

@@ -1,0 +1,224 @@
+"""Play a scenario against sheriff end to end over HTTP, and measure it against ground truth.
+
+The simulator runs in-process on a loopback port; sheriff reaches it only over HTTP, with
+the simulator's default Taskcluster client, exactly as it would reach Firefox CI. A triage
+pass runs every `pass_minutes` virtual minutes until every case has a final verdict or
+the scenario's time plus 12 virtual hours has passed. The metrics object is the one of
+../shared/scenarios/README.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.actions import log as request_log
+from sheriff.actions.strategies import REGISTRY
+from sheriff.ci.taskcluster import taskcluster_clients
+from sheriff.ci.treeherder import Treeherder
+from sheriff.config import load_settings
+from sheriff.store.db import open_database
+from sheriff.store.schema import job, push, triage_case
+from sheriff.triage.engine import PassSummary, Triage
+
+SIM_CLIENT_ID = "sheriff-dev"
+SIM_ACCESS_TOKEN = "sheriff-dev-token"
+EXTRA_HOURS = 12
+FINAL_VERDICTS = ("regression", "intermittent", "infra", "not-eligible", "classified", "wrong-tier")
+
+
+@dataclass
+class PlayOptions:
+    policy: str = "seed"
+    pass_minutes: int = 10
+    window_hours: float = 6.0
+    database_url: str | None = None
+    backfill: str = "off"
+    same_manifests: bool = True
+
+
+def play(
+    scenario_path: str | Path,
+    *,
+    policy: str = "seed",
+    backfill: str = "off",
+    same_manifests: bool = True,
+    database_url: str | None = None,
+    pass_minutes: int = 10,
+    progress: Callable[[float, PassSummary], None] | None = None,
+) -> dict[str, Any]:
+    """Play a scenario; returns the metrics object (see the module docstring)."""
+    from sheriff.sim.scenario import load_scenario
+    from sheriff.sim.server import SimServer
+
+    scenario = load_scenario(scenario_path)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
+        engine = open_database(url)
+        with SimServer(scenario, port=0) as sim:
+            settings = load_settings(
+                database_url=url,
+                taskcluster_root_url=sim.root_url,
+                treeherder_url=sim.root_url,
+                taskcluster_client_id=SIM_CLIENT_ID,
+                taskcluster_access_token=SIM_ACCESS_TOKEN,
+                policy=policy,
+                repositories=[scenario.repository],
+            )
+            clients = taskcluster_clients(
+                sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
+            )
+            treeherder = Treeherder(sim.root_url)
+            triage = Triage(
+                engine, settings, clients, treeherder, repo=scenario.repository, live=True
+            )
+            begin = sim.now
+            last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
+            deadline = last_push + timedelta(hours=EXTRA_HOURS)
+            window = timedelta(hours=6)
+            while sim.now < deadline:
+                sim.advance(minutes=pass_minutes)
+                summary = triage.run_pass(since=sim.now - window, until=sim.now, now=sim.now)
+                if progress:
+                    share = (sim.now - begin) / (deadline - begin)
+                    progress(min(1.0, share), summary)
+                if sim.now >= last_push and sim.world.finished and summary.open_cases == 0:
+                    break
+            truth = sim.truth()
+            stats = sim.stats()
+            action_counts = sim.world.action_counts()
+            metrics = measure(
+                engine,
+                truth,
+                stats,
+                action_counts,
+                policy=triage.policy.name,
+                virtual_hours=(sim.now - begin).total_seconds() / 3600,
+            )
+            clients.close()
+            treeherder.close()
+        engine.dispose()
+    metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
+    return metrics
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    return round(numerator / denominator, 4) if denominator else 1.0
+
+
+def measure(
+    engine: sa.Engine,
+    truth: dict[str, Any],
+    stats: dict[str, Any],
+    action_counts: list[dict[str, Any]],
+    *,
+    policy: str,
+    virtual_hours: float,
+) -> dict[str, Any]:
+    """The metrics object of scenarios/README.md from the store and the simulator's truth."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(
+                job.c.task_id,
+                triage_case.c.state,
+                triage_case.c.verdict,
+                triage_case.c.decided_at,
+                job.c.end_time,
+            ).join(job, job.c.id == triage_case.c.job_id)
+        ).all()
+        requests = request_log.requests(conn)
+        revisions = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
+    ours = {r.task_id: r for r in rows}
+    cases = truth["cases"]
+    verdicts: Counter[str] = Counter()
+    tp = predicted = actual = 0
+    eligible = 0
+    delays: list[float] = []
+    for task_id, case in cases.items():
+        mine = ours.get(task_id)
+        verdict = mine.verdict if mine is not None and mine.state == "decided" else None
+        bucket = {"wrong-tier": "not-eligible"}.get(verdict or "", verdict or "pending")
+        verdicts[bucket] += 1
+        if verdict in ("regression", "intermittent") or (
+            mine is not None and mine.state in ("planned", "waiting")
+        ):
+            eligible += 1
+        if verdict in ("regression", "intermittent"):
+            predicted += verdict == "regression"
+            actual += case["truth"] == "regression"
+            tp += verdict == "regression" and case["truth"] == "regression"
+            if mine.decided_at is not None and mine.end_time is not None:
+                delays.append(
+                    (_aware(mine.decided_at) - _aware(mine.end_time)).total_seconds() / 60
+                )
+    asked: Counter[tuple[str, str]] = Counter()
+    retriggers = 0
+    for r in requests:
+        if r.state != "sent" or r.strategy not in REGISTRY:
+            continue
+        runs = REGISTRY[r.strategy]().runs(r.input, r.labels)
+        for label, n in runs.items():
+            asked[(r.revision, label)] += n
+        if r.strategy in ("retrigger", "retrigger-multiple"):
+            retriggers += sum(runs.values())
+    excess = 0
+    for entry in action_counts:
+        key = (entry["push"], entry["label"])
+        if key in asked or entry["push"] in revisions:
+            excess += max(0, entry["tasks"] - asked.get(key, 0)) if key in asked else 0
+    truth_counts = Counter(c["truth"] for c in cases.values())
+    return {
+        "scenario": truth.get("scenario"),
+        "policy": policy,
+        "cases": len(cases),
+        "eligible": eligible,
+        "verdicts": {
+            k: verdicts.get(k, 0)
+            for k in (
+                "regression",
+                "intermittent",
+                "infra",
+                "not-eligible",
+                "classified",
+                "pending",
+            )
+        },
+        "truth": {k: truth_counts.get(k, 0) for k in ("regression", "intermittent", "infra")},
+        "precision": _ratio(tp, predicted),
+        "recall": _ratio(tp, actual),
+        "retriggers": retriggers,
+        "retriggers_per_eligible_case": round(retriggers / eligible, 3) if eligible else 0.0,
+        "excess_retriggers": excess,
+        "culprits": {
+            "regressions": len(truth.get("regressions", [])),
+            "found": 0,
+            "correct": 0,
+            "backfill_runs": 0,
+        },
+        "http_requests": {
+            "taskcluster": int(stats.get("taskcluster", 0)),
+            "treeherder": int(stats.get("treeherder", 0)),
+        },
+        "virtual_hours": round(virtual_hours, 2),
+        "wall_seconds": 0.0,
+        "time_to_verdict_minutes": {
+            "p50": round(statistics.median(delays), 1) if delays else 0.0,
+            "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
+        },
+    }
+
+
+def _aware(moment):  # type: ignore[no-untyped-def]
+    from datetime import UTC
+
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
