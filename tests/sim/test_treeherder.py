@@ -127,3 +127,24 @@ def test_classified_failures_show_classification_4(sim: SimServer) -> None:
         for job in others[:3]:
             found = client.get(f"/api/project/autoland/jobs/{job.job_id}/").json()
             assert found["failure_classification_id"] == 1
+
+
+def test_counter_and_new_in_rev_follow_treeherders_line_cache(sim: SimServer) -> None:
+    from sheriff.sim import treeherder as th
+
+    world = sim.world
+    parsed = sorted(
+        (j for j in world.jobs.values() if j.line_history is not None), key=lambda j: j.parsed
+    )
+    seen: dict[str, int] = {}
+    first_push: dict[str, int] = {}
+    repeated = 0
+    for job in parsed:
+        for suggestion in th.bug_suggestions(world, job):
+            key = th.cache_clean_line(suggestion["search"])
+            assert suggestion["counter"] == seen.get(key, 0)
+            first = first_push.setdefault(key, job.task.push.index)
+            assert suggestion["failure_new_in_rev"] == (first == job.task.push.index)
+            repeated += suggestion["counter"] > 0
+            seen[key] = seen.get(key, 0) + 1
+    assert repeated  # some lines (e.g. timeouts) repeat exactly

@@ -116,3 +116,5 @@ class Job:
     parsed: float
     parse_failed: bool
     classification: int
+    # Per error line, once parsed: (times Treeherder saw the line before, new in this push).
+    line_history: list[tuple[int, bool]] | None = None

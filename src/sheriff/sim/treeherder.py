@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from sheriff.sim.artifacts import LIVE_LOG, errorsummary_name, failure_lines
@@ -22,6 +23,26 @@ FAILURE_CLASSIFICATIONS = [
     {"id": 7, "name": "autoclassified intermittent"},
     {"id": 8, "name": "intermittent needs bug"},
 ]
+
+
+# Treeherder counts error lines after only this light cleaning (its cache_clean_error_line):
+# most run-to-run numbers survive it, so a varying line looks new to Treeherder.
+_LINE_CLEANING = (
+    (re.compile(r" [0-9]+\.[0-9]+ "), " X "),
+    (re.compile(r" leaked [0-9]+ window\(s\)"), " leaked X window(s)"),
+    (re.compile(r" [0-9]+ bytes leaked"), " X bytes leaked"),
+    (re.compile(r" value=[0-9]+"), " value=*"),
+    (re.compile(r"ot [0-9]+, expected [0-9]+"), "ot X, expected Y"),
+    (re.compile(r" http://localhost:[0-9]+/"), " http://localhost:X/"),
+    (re.compile(r" finished in \d+ms"), " finished"),
+)
+
+
+def cache_clean_line(line: str) -> str:
+    """The key under which Treeherder counts an error line across jobs."""
+    for pattern, replacement in _LINE_CLEANING:
+        line = pattern.sub(replacement, line)
+    return line
 
 
 def push_dict(world: World, push: Push) -> dict[str, Any]:
@@ -196,7 +217,9 @@ def bug_suggestions(world: World, job: Job) -> list[dict[str, Any]]:
     task = job.task
     run = task.runs[job.run_id]
     out = []
-    for counter, line in enumerate(failure_lines(world, task, run)):
+    lines = failure_lines(world, task, run)
+    history = job.line_history or [(0, False)] * len(lines)
+    for line, (counter, new_in_rev) in zip(lines, history, strict=True):
         open_recent = []
         bug = world.catalog.known_bug.get(line.test) if line.test else None
         if bug is not None:
@@ -228,7 +251,7 @@ def bug_suggestions(world: World, job: Job) -> list[dict[str, Any]]:
                 "bugs": {"open_recent": open_recent, "all_others": []},
                 "line_number": line.line_number,
                 "counter": counter,
-                "failure_new_in_rev": False,
+                "failure_new_in_rev": new_in_rev,
             }
         )
     return out

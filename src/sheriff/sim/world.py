@@ -68,6 +68,8 @@ class World:
         self.jobs_by_task: dict[str, list[Job]] = {}
         self.transitions: list[Transition] = list(listeners or [])
         self.action_created: Counter[tuple[int, str]] = Counter()
+        self.line_counts: Counter[str] = Counter()
+        self.line_first_push: dict[str, int] = {}
         self.hooks_triggered = 0
         self._events: list[tuple[float, int, str, Any]] = []
         self._sequence = 0
@@ -421,6 +423,23 @@ class World:
         self.jobs[job.job_id] = job
         self.jobs_by_task.setdefault(task.task_id, []).append(job)
         task.push.jobs.append(job)
+        if not failed and task.kind == "test" and (run.outcome.failures or run.outcome.infra):
+            self._at(job.parsed, "parse", job)
+
+    def _on_parse(self, job: Job) -> None:
+        """Count the job's error lines as Treeherder's line cache does, in parse order."""
+        from sheriff.sim.artifacts import failure_lines
+        from sheriff.sim.treeherder import cache_clean_line
+
+        run = job.task.runs[job.run_id]
+        history = []
+        for line in failure_lines(self, job.task, run):
+            key = cache_clean_line(line.text)
+            seen = self.line_counts[key]
+            first = self.line_first_push.setdefault(key, job.task.push.index)
+            history.append((seen, first == job.task.push.index))
+            self.line_counts[key] += 1
+        job.line_history = history
 
     # -- listeners, truth and counters ----------------------------------------------------
 
