@@ -1,0 +1,29 @@
+"""`sheriff sim run`: play a scenario against sheriff and print the metrics as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from sheriff.cli.sim import sim_app
+
+
+@sim_app.command("run")
+def run(
+    scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
+    policy: str = typer.Option("seed", "--policy", help="Verdict policy."),
+    backfill: str = typer.Option("off", "--backfill", help="Backfill strategy: linear|bisect|off."),
+    json_out: Path = typer.Option(None, "--json", help="Also write the metrics to this file."),
+) -> None:
+    """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
+    from sheriff.cli._progress import scenario_progress
+    from sheriff.triage.simrun import play
+
+    with scenario_progress(f"playing {scenario.name} ({policy})") as update:
+        metrics = play(scenario, policy=policy, backfill=backfill, progress=update)
+    text = json.dumps(metrics, indent=2)
+    if json_out is not None:
+        json_out.write_text(text + "\n")
+    typer.echo(text)

@@ -1,0 +1,104 @@
+"""`sheriff triage`: the cron-like pass over a window of pushes (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+
+import typer
+
+from sheriff.cli.app import app
+from sheriff.errors import ConfigError, InputError
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '10m', '6h', '2d' as a timedelta."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise InputError(f"not a duration: {text!r} (use e.g. 30m, 6h, 2d)")
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def parse_time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InputError(f"not an ISO 8601 time: {text!r}") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@app.command("triage")
+def triage(
+    repo: str = typer.Option(None, "--repo", help="Repository (default: the first configured)."),
+    since: str = typer.Option("6h", "--since", help="Window: pushes of the last DURATION."),
+    from_: str = typer.Option(None, "--from", help="Window start (ISO 8601), with --to."),
+    to: str = typer.Option(None, "--to", help="Window end (ISO 8601), with --from."),
+    live: bool = typer.Option(False, "--live", help="Send retriggers (needs credentials)."),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit (the default)."),
+    every: str = typer.Option(None, "--every", help="Repeat a pass every DURATION."),
+    policy: str = typer.Option(None, "--policy", help="Verdict policy (default: setting)."),
+) -> None:
+    """Advance every open case: ingest what changed, retrigger what is needed, decide."""
+    from sheriff.ci.taskcluster import clients_from_settings
+    from sheriff.ci.treeherder import Treeherder
+    from sheriff.config import settings
+    from sheriff.store.db import open_database
+    from sheriff.triage.engine import Triage
+
+    config = settings()
+    if (from_ is None) != (to is None):
+        raise InputError("--from and --to go together")
+    if once and every:
+        raise InputError("--once and --every exclude each other")
+    if live and not config.has_taskcluster_credentials:
+        raise ConfigError(
+            "--live needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN; "
+            "without them triage runs dry"
+        )
+    window = parse_duration(since)
+    start, end = (parse_time(from_), parse_time(to)) if from_ else (None, None)
+    interval = parse_duration(every) if every else None
+    engine = open_database(config.database_url)
+    clients = clients_from_settings(config)
+    treeherder = Treeherder(
+        config.treeherder_url,
+        timeout_seconds=config.http_timeout_seconds,
+        retries=config.http_retries,
+    )
+    runner = Triage(
+        engine,
+        config,
+        clients,
+        treeherder,
+        repo=repo or config.repositories[0],
+        live=live,
+        policy=policy,
+    )
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    while True:
+        now = datetime.now(UTC)
+        with console.status("triage pass…") as status:
+            summary = runner.run_pass(
+                since=start or now - window,
+                until=end or now,
+                now=now,
+                progress=lambda message: status.update(f"triage: {message}"),
+            )
+        decided = ", ".join(f"{n} {v}" for v, n in sorted(summary.decided.items())) or "none"
+        typer.echo(
+            f"{now:%Y-%m-%d %H:%M:%S}Z {runner.repo}: {summary.pushes} pushes, "
+            f"{summary.groups_listed} task groups listed, {summary.cases_opened} cases opened, "
+            f"decided: {decided}; {summary.retriggers_asked} retriggers asked "
+            f"({'sent' if live else 'dry run'}: "
+            f"{summary.requests_sent if live else summary.requests_dry_run} requests); "
+            f"{summary.open_cases} cases open"
+        )
+        if interval is None:
+            return
+        time.sleep(interval.total_seconds())

@@ -1,0 +1,56 @@
+"""A readable report of a scenario play: verdicts against ground truth, cost, what next."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def render_report(metrics: dict[str, Any], database: Path) -> str:
+    v, t = metrics["verdicts"], metrics["truth"]
+    decided = v["regression"] + v["intermittent"]
+    lines = [
+        "",
+        f"sheriff demo — scenario {metrics['scenario']!r}, policy {metrics['policy']!r}",
+        f"  {metrics['virtual_hours']:.1f} virtual hours of CI played in "
+        f"{metrics['wall_seconds']:.0f} s",
+        "",
+        f"Failed test runs (cases): {metrics['cases']}",
+        f"  ground truth: {t['regression']} regression, {t['intermittent']} intermittent, "
+        f"{t['infra']} infra",
+        f"  sheriff said: {v['regression']} regression, {v['intermittent']} intermittent, "
+        f"{v['infra']} infra, {v['not-eligible']} not eligible (queue or tier), "
+        f"{v['classified']} already classified, {v['pending']} still pending",
+        "",
+        f"Of the {decided} eligible cases sheriff decided:",
+        f"  precision {metrics['precision']:.2f}  (regression verdicts that were real)",
+        f"  recall    {metrics['recall']:.2f}  (real regressions it called regression)",
+        f"  time to verdict: p50 {metrics['time_to_verdict_minutes']['p50']:.0f} min, "
+        f"p95 {metrics['time_to_verdict_minutes']['p95']:.0f} min after the run failed",
+        "",
+        "Cost:",
+        f"  {metrics['retriggers']} retriggers "
+        f"({metrics['retriggers_per_eligible_case']:.1f} per eligible case), "
+        f"{metrics['excess_retriggers']} asked twice",
+        f"  {metrics['http_requests']['taskcluster']} Taskcluster and "
+        f"{metrics['http_requests']['treeherder']} Treeherder requests",
+    ]
+    culprits = metrics.get("culprits") or {}
+    if culprits.get("regressions"):
+        lines.append(
+            f"  culprits: {culprits.get('found', 0)} of {culprits['regressions']} regressions "
+            f"named, {culprits.get('correct', 0)} correctly, with "
+            f"{culprits.get('backfill_runs', 0)} backfill runs"
+        )
+    lines += [
+        "",
+        "What to run next:",
+        f"  SHERIFF_DATABASE_URL=sqlite:///{database} .venv/bin/sheriff serve   "
+        "# browse these verdicts at http://127.0.0.1:8000/",
+        "  .venv/bin/sheriff sim run --scenario ../shared/scenarios/autoland-day.yaml  "
+        "# a busier day, as JSON metrics",
+        "  .venv/bin/sheriff triage --repo autoland --since 6h   "
+        "# a dry run against Firefox CI itself",
+        "",
+    ]
+    return "\n".join(lines)
