@@ -47,7 +47,8 @@ def serve(
     try:
         console.print(
             f"{loaded.name}: serving at {sim.root_url} (virtual time {sim.now:%Y-%m-%d %H:%M}Z); "
-            f"advance with POST {sim.root_url}/__sim__/advance?minutes=N; Ctrl-C stops"
+            f"advance with POST {sim.root_url}/__sim__/advance?minutes=N; Ctrl-C stops",
+            soft_wrap=True,
         )
         typer.echo(sim.root_url)
         while True:

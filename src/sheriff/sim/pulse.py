@@ -54,7 +54,7 @@ class PulsePublisher:
         self._kombu = kombu
         try:
             self._connection = kombu.Connection(url, connect_timeout=5)
-            self._connection.ensure_connection(max_retries=2)
+            self._connection.ensure_connection(max_retries=1, interval_start=0.5)
         except Exception as exc:  # kombu raises transport-specific errors
             raise ServiceError(f"cannot connect to Pulse broker {url}: {exc}") from None
         self._exchanges = {
