@@ -87,8 +87,9 @@ def test_retrigger_creates_tasks_only_when_the_action_task_completes(
             definition["tags"]["action"] == "retrigger"
             and definition["extra"]["parent"] == action_id
         )
-    counts = {(c["push_index"], c["label"]): c["tasks"] for c in sim.truth()["action_tasks"]}
-    assert counts[(3, target.label)] == 2
+    counts = {(c["push_index"], c["label"]): c for c in sim.truth()["action_tasks"]}
+    assert counts[(3, target.label)]["tasks"] == 2
+    assert counts[(3, target.label)]["by_action"] == {"retrigger": 2}
 
 
 def test_retrigger_multiple_and_add_new_jobs_are_push_level(

@@ -67,7 +67,7 @@ class World:
         self.jobs: dict[int, Job] = {}
         self.jobs_by_task: dict[str, list[Job]] = {}
         self.transitions: list[Transition] = list(listeners or [])
-        self.action_created: Counter[tuple[int, str]] = Counter()
+        self.action_created: Counter[tuple[int, str, str]] = Counter()
         self.line_counts: Counter[str] = Counter()
         self.line_first_push: dict[str, int] = {}
         self.hooks_triggered = 0
@@ -248,7 +248,7 @@ class World:
                 < self.scenario.classified_fraction
             )
         else:
-            self.action_created[(push.index, spec.label)] += 1
+            self.action_created[(push.index, spec.label, action)] += 1
         self._add_task(task, self._draw_outcome(task, 0))
         return task
 
@@ -452,61 +452,29 @@ class World:
 
     def truth(self) -> dict[str, Any]:
         """Ground truth: every failed original test run (a case) and every regression's culprit."""
+        from sheriff.sim.truth import ground_truth
+
         with self.lock:
-            cases: dict[str, Any] = {}
-            for task in self.tasks.values():
-                if task.kind != "test" or task.action is not None:
-                    continue
-                if task.state not in ("failed", "exception"):
-                    continue
-                run = task.runs[-1]
-                outcome = run.outcome
-                if outcome.infra or run.state == "exception":
-                    verdict = "infra"
-                elif any(f.regression is not None for f in outcome.failures):
-                    verdict = "regression"
-                else:
-                    verdict = "intermittent"
-                cases[task.task_id] = {
-                    "truth": verdict,
-                    "push": task.push.revision,
-                    "push_index": task.push.index,
-                    "label": task.label,
-                    "state": task.state,
-                    "infra": outcome.infra or ("exception" if run.state == "exception" else None),
-                    "classified": task.classified,
-                    "failures": [
-                        {
-                            "test": f.test,
-                            "cause": "intermittent" if f.regression is None else "regression",
-                            "regression": f.regression,
-                        }
-                        for f in outcome.failures
-                    ],
-                }
-            regressions = []
-            for i, r in enumerate(self.scenario.regressions):
-                tests = sorted(t for ts in self.catalog.regressed[i].values() for t in ts)
-                regressions.append(
-                    {
-                        "index": i,
-                        "culprit_push": r.push,
-                        "culprit_revision": draws.revision(self.seed, "push", r.push),
-                        "fixed_at": r.fixed_at,
-                        "tests": tests,
-                        "platforms": r.platforms,
-                        "fail_rate": r.fail_rate,
-                    }
-                )
-            return {"scenario": self.scenario.name, "cases": cases, "regressions": regressions}
+            return ground_truth(self)
 
     def action_counts(self) -> list[dict[str, Any]]:
-        """Tasks created by actions, per (push, label)."""
+        """Tasks created by actions per (push, label), in all and per action."""
         with self.lock:
-            return [
-                {"push": self.pushes[p].revision, "push_index": p, "label": label, "tasks": n}
-                for (p, label), n in sorted(self.action_created.items())
-            ]
+            rows: dict[tuple[int, str], dict[str, Any]] = {}
+            for (p, label, action), n in sorted(self.action_created.items()):
+                row = rows.setdefault(
+                    (p, label),
+                    {
+                        "push": self.pushes[p].revision,
+                        "push_index": p,
+                        "label": label,
+                        "tasks": 0,
+                        "by_action": {},
+                    },
+                )
+                row["tasks"] += n
+                row["by_action"][action] = n
+            return list(rows.values())
 
 
 def _deal(manifests: tuple[str, ...], chunks: int, rng: Any) -> list[tuple[str, ...]]:
