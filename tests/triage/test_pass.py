@@ -1,0 +1,200 @@
+"""The triage pass against the simulator over HTTP, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+import sqlalchemy as sa
+
+from sheriff.actions import log as request_log
+from sheriff.store.schema import job, job_type, run_observation, triage_case
+from sheriff.triage import engine as engine_module
+from sheriff.triage.simrun import measure
+from tests.triage.conftest import drive, make_triage, one_pass
+
+VOID = {"exception", "retry", "usercancel", "superseded"}
+
+
+def _metrics(engine, sim, triage):
+    return measure(
+        engine,
+        sim.truth(),
+        sim.stats(),
+        sim.world.action_counts(),
+        policy=triage.policy.name,
+        virtual_hours=0,
+    )
+
+
+def _independent_verdicts(engine) -> dict[int, str]:
+    """SPEC §3 step 8 computed straight from the stored observations, without the policy."""
+    with engine.connect() as conn:
+        cases = conn.execute(
+            sa.select(
+                triage_case.c.id, triage_case.c.job_id, triage_case.c.push_id, triage_case.c.label
+            ).where(triage_case.c.verdict.in_(["regression", "intermittent"]))
+        ).all()
+        runs = conn.execute(
+            sa.select(
+                job.c.id,
+                job.c.task_id,
+                job.c.run_id,
+                job.c.push_id,
+                job.c.result,
+                job_type.c.name,
+                run_observation.c.failure_lines,
+            )
+            .join(job_type, job_type.c.id == job.c.job_type_id)
+            .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
+        ).all()
+    latest: dict[str, tuple] = {}
+    for r in runs:
+        if r.task_id not in latest or r.run_id > latest[r.task_id].run_id:
+            latest[r.task_id] = r
+    by_id = {r.id: r for r in runs}
+    computed = {}
+    for case in cases:
+        original = by_id[case.job_id]
+        lines = set(original.failure_lines or [])
+        reproduced = sum(
+            1
+            for r in latest.values()
+            if r.push_id == case.push_id
+            and r.name == case.label
+            and r.task_id != original.task_id
+            and r.result not in VOID
+            and lines & set(r.failure_lines or [])
+        )
+        computed[case.id] = "regression" if reproduced >= 2 else "intermittent"
+    return computed
+
+
+def test_every_eligible_case_is_decided_by_the_exact_rule(engine, sim) -> None:
+    triage = make_triage(engine, sim)
+    drive(triage, sim)
+    metrics = _metrics(engine, sim, triage)
+    assert metrics["verdicts"]["pending"] == 0
+    assert metrics["excess_retriggers"] == 0
+    assert metrics["eligible"] > 0 and metrics["verdicts"]["regression"] > 0
+    assert metrics["retriggers"] == 5 * metrics["eligible"]
+    with engine.connect() as conn:
+        stored = dict(
+            conn.execute(
+                sa.select(triage_case.c.id, triage_case.c.verdict).where(
+                    triage_case.c.verdict.in_(["regression", "intermittent"])
+                )
+            ).all()
+        )
+        evidence = (
+            conn.execute(
+                sa.select(triage_case.c.evidence).where(triage_case.c.verdict == "regression")
+            )
+            .scalars()
+            .first()
+        )
+    assert stored == _independent_verdicts(engine)
+    assert evidence["policy"] == "seed" and evidence["runs_counted"] == 6
+    assert any(line["retriggers"] >= 2 for line in evidence["lines"])
+
+
+def test_retriggers_of_one_push_go_out_as_one_request(engine, sim) -> None:
+    triage = make_triage(engine, sim)
+    drive(triage, sim)
+    with engine.connect() as conn:
+        requests = request_log.requests(conn)
+    assert requests and {r.strategy for r in requests} == {"retrigger-multiple"}
+    assert all(r.state == "sent" and r.action_task_id for r in requests)
+    per_push = Counter((r.revision, tuple(r.labels)) for r in requests)
+    assert max(per_push.values()) == 1
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_pass_killed_after_planning_resumes_without_asking_twice(engine, sim, monkeypatch):
+    triage = make_triage(engine, sim)
+    real_send = engine_module.Triage._send
+    crashed = []
+
+    def send_then_crash(self, summary):
+        with self.engine.connect() as conn:
+            waiting = request_log.requests(conn, states=["requested"])
+        if waiting and not crashed:
+            crashed.append(len(waiting))
+            raise Interrupted  # the process dies between committing the plan and sending it
+        return real_send(self, summary)
+
+    monkeypatch.setattr(engine_module.Triage, "_send", send_then_crash)
+    with pytest.raises(Interrupted):
+        drive(triage, sim)
+    assert crashed
+    # A fresh process picks up where the dead one stopped.
+    drive(make_triage(engine, sim), sim)
+    metrics = _metrics(engine, sim, triage)
+    assert metrics["excess_retriggers"] == 0 and metrics["verdicts"]["pending"] == 0
+    assert metrics["retriggers"] == 5 * metrics["eligible"]
+
+
+def test_a_pass_killed_halfway_through_the_pushes_resumes(engine, sim, monkeypatch):
+    triage = make_triage(engine, sim)
+    real_advance = engine_module.advance_push
+    calls = []
+
+    def advance_then_crash(conn, **kwargs):
+        calls.append(kwargs["push_id"])
+        if len(calls) == 3:
+            raise Interrupted  # dies in the middle of a push's transaction: rolled back
+        return real_advance(conn, **kwargs)
+
+    monkeypatch.setattr(engine_module, "advance_push", advance_then_crash)
+    with pytest.raises(Interrupted):
+        drive(triage, sim)
+    monkeypatch.setattr(engine_module, "advance_push", real_advance)
+    drive(make_triage(engine, sim), sim)
+    metrics = _metrics(engine, sim, triage)
+    assert metrics["excess_retriggers"] == 0 and metrics["verdicts"]["pending"] == 0
+
+
+def test_two_passes_at_once_never_ask_twice(engine, sim) -> None:
+    first, second = make_triage(engine, sim), make_triage(engine, sim)
+    errors: list[BaseException] = []
+    for _ in range(60):
+        sim.advance(minutes=10)
+
+        def run(t):
+            try:
+                one_pass(t, sim)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(t,)) for t in (first, second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        if sim.world.finished and one_pass(first, sim).open_cases == 0:
+            break
+    metrics = _metrics(engine, sim, first)
+    assert metrics["excess_retriggers"] == 0
+    assert metrics["retriggers"] == 5 * metrics["eligible"]
+
+
+def test_a_dry_run_records_its_requests_once_and_sends_nothing(engine, sim) -> None:
+    triage = make_triage(engine, sim, live=False)
+    for _ in range(12):
+        sim.advance(minutes=10)
+        one_pass(triage, sim)
+    with engine.connect() as conn:
+        requests = request_log.requests(conn)
+        open_cases = conn.execute(
+            sa.select(sa.func.count()).where(triage_case.c.state.in_(["planned", "waiting"]))
+        ).scalar_one()
+    assert requests and all(r.state == "dry-run" for r in requests)
+    assert sum(1 for c in sim.world.action_counts()) == 0
+    planned = Counter((r.revision, label) for r in requests for label in r.labels)
+    assert max(planned.values()) == 1  # each label of a push planned once, not once per pass
+    assert open_cases > 0  # nothing was retriggered, so they wait
