@@ -46,7 +46,8 @@ def test_a_regression_opens_one_report_with_the_regressed_lines(ci: FakeCI) -> N
     # The noise line no retrigger showed is the run's own intermittent: left out.
     assert report.failure_lines == [LINE]
     assert report.tests == [TEST]
-    assert report.fail_rate == 1.0
+    # Every other run of the label on the push reproduced, yet the rate is not taken as 1.
+    assert 0.8 < report.fail_rate < 1.0
     assert record.status == "preliminary"
     assert record.context["manifests"] == ["a/browser.toml", "b/browser.toml"]
     assert record.context["test_manifests"] == ["a/browser.toml", "b/browser.toml"]

@@ -80,7 +80,7 @@ def test_a_manual_linear_backfill_sends_gecko_backfill_with_valid_input(
     assert row.idempotency_key.startswith("backfill:")
 
 
-def test_a_manual_bisect_asks_backfill_task_on_pushes_of_the_range(
+def test_a_manual_bisect_asks_backfill_task_on_the_oldest_push_first(
     engine: sa.Engine, reference: Path
 ) -> None:
     # The label was not scheduled on the earlier pushes: nothing is known of them yet.
@@ -89,8 +89,9 @@ def test_a_manual_bisect_asks_backfill_task_on_pushes_of_the_range(
     with engine.connect() as conn:
         rows = conn.execute(sa.select(action_request).order_by(action_request.c.id)).all()
     assert {r.strategy for r in rows} == {"backfill-task"}
-    # A perf task names no manifests: the runs are the label's, on the oldest and middle push.
-    assert [r.revision for r in rows] == [f"{5:040x}", f"{3:040x}"]
+    # A perf task names no manifests: the label's runs, on the oldest push first to bound
+    # the range.
+    assert [r.revision for r in rows] == [f"{5:040x}"]
     assert all(r.input["label"] == label and "test_manifests" not in r.input for r in rows)
     assert all(r.task_id is None for r in rows)
 

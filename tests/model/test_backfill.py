@@ -38,11 +38,12 @@ def test_runs_needed_rejects_a_meaningless_probability() -> None:
         runs_needed(0.5, miss_probability=1.5)
 
 
-def test_fail_rate_from_retriggers_has_a_floor() -> None:
-    assert estimate_fail_rate(5, 5) == 1.0
-    assert estimate_fail_rate(2, 5) == pytest.approx(0.4)
-    assert estimate_fail_rate(0, 5) == 0.2
-    assert estimate_fail_rate(0, 0) == 1.0
+def test_fail_rate_from_retriggers_is_not_overconfident() -> None:
+    assert estimate_fail_rate(5, 5) == pytest.approx(6 / 7)
+    assert runs_needed(estimate_fail_rate(5, 5)) == 2  # one passing run is not enough
+    assert estimate_fail_rate(2, 5) == pytest.approx(3 / 7)
+    assert estimate_fail_rate(0, 5) == 0.2  # the floor
+    assert estimate_fail_rate(0, 0) == 1.0  # no retriggers: taken as permanent
 
 
 def test_outcome_needs_enough_clean_runs_but_one_reproduction() -> None:
@@ -67,9 +68,9 @@ def test_culprit_is_the_failing_push_after_the_newest_clean_one(outcomes, culpri
     assert find_culprit(outcomes) == culprit
 
 
-def test_bisect_bounds_the_range_and_tests_the_middle_first() -> None:
-    plan = plan_bisect([U] * 20 + [F])
-    assert plan == BisectPlan(Step.TEST, pushes=(0, 10))
+def test_bisect_bounds_the_range_first_then_tests_the_middle() -> None:
+    assert plan_bisect([U] * 20 + [F]) == BisectPlan(Step.TEST, pushes=(0,))
+    assert plan_bisect([C] + [U] * 19 + [F]) == BisectPlan(Step.TEST, pushes=(10,))
 
 
 def test_bisect_halves_between_clean_and_failing() -> None:
@@ -115,4 +116,4 @@ def test_bisect_converges_on_the_true_culprit(size: int, data: st.DataObject) ->
         rounds += 1
         assert rounds <= size
     assert plan.culprit == culprit
-    assert rounds <= size.bit_length() + 1
+    assert rounds <= size.bit_length() + 2

@@ -73,18 +73,27 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
     retrigger has been observed (a manual request): then every line is kept.
     """
     original = conn.execute(
-        sa.select(job.c.push_id, job.c.job_type_id, job.c.machine_platform_id).where(
-            job.c.id == job_id
+        sa.select(
+            job.c.push_id,
+            job.c.machine_platform_id,
+            job.c.option_collection,
+            job_type.c.name.label("label"),
         )
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(job.c.id == job_id)
     ).one()
     lines = _observed_lines(conn, job_id) or []
     retriggers = conn.execute(
         sa.select(job.c.result, run_observation.c.parse_status, run_observation.c.failure_lines)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
         .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
         .where(
             job.c.push_id == original.push_id,
-            job.c.job_type_id == original.job_type_id,
+            job_type.c.name == original.label,
             job.c.machine_platform_id == original.machine_platform_id,
+            job.c.option_collection == original.option_collection,
+            # Retriggers only: backfills of other records on this push ran other manifests.
+            job.c.action.is_distinct_from("backfill-task"),
             job.c.id != job_id,
             job.c.state == "completed",
             job.c.result.in_(["success", "testfailed"]),
@@ -267,7 +276,10 @@ def open_report_for_case(
         if case_id in (report.case_ids or []):
             return report.id
     for report in recent:
-        if report.status != REPORT_FAILED and set(report.tests) & set(regression.tests):
+        # A failed report joins too: its failure was already there on the oldest push
+        # searched (an older regression, or an intermittent), and searching again from a
+        # later push would spend the same runs to learn the same.
+        if set(report.tests) & set(regression.tests):
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
             return report.id
     try:

@@ -58,14 +58,16 @@ def runs_needed(
 
 
 def estimate_fail_rate(reproduced: int, runs: int, *, floor: float = 0.2) -> float:
-    """The regression's failure rate from the runs on its own push, never below `floor`.
+    """The regression's failure rate from the retriggers on its own push, never below `floor`.
 
-    The original run is counted by the caller only if it is not what selected the case:
-    pass retriggers only, or the estimate is biased towards 1.
+    Laplace's rule of succession, (k + 1) / (n + 2): five reproductions out of five say
+    0.86, not 1, since a regression failing 80 % of the time does that one time in three,
+    and taking it as permanent would call a push clean on a single passing run. Without
+    retriggers (a manual request) the failure is taken as permanent.
     """
     if runs <= 0:
         return 1.0
-    return max(floor, min(1.0, reproduced / runs))
+    return max(floor, min(1.0, (reproduced + 1) / (runs + 2)))
 
 
 def outcome(runs: PushRuns, needed: int) -> Outcome:
@@ -117,11 +119,11 @@ class BisectPlan:
 def plan_bisect(
     outcomes: Sequence[Outcome], untestable: frozenset[int] = frozenset()
 ) -> BisectPlan:
-    """The next pushes to test so the suspect range halves each round.
+    """The next push to test so the suspect range halves each round.
 
     `outcomes` covers the window oldest first and ends with the failing push. Indices in
     `untestable` (the label did not run there, or its runs never came) are skipped. With no
-    clean push known yet the oldest push is tested too, to bound the range.
+    clean push known yet the oldest push is tested first, to bound the range.
     """
     if not outcomes or outcomes[-1] is not Outcome.FAILING:
         raise ValueError("a bisection window ends with the failing push")
@@ -132,21 +134,20 @@ def plan_bisect(
     bad = min(
         i for i, o in enumerate(outcomes) if o is Outcome.FAILING and (good is None or i > good)
     )
-    wanted: list[int] = []
     low = good
     if good is None:
         oldest = next((i for i in range(bad) if i not in untestable), None)
         if oldest is None:
             return BisectPlan(Step.EXTEND)
         if outcomes[oldest] is Outcome.UNKNOWN:
-            wanted.append(oldest)
+            # Bound the range first: a failure that is already there on the oldest push is
+            # older than the window (or an intermittent), and nothing else is worth running.
+            return BisectPlan(Step.TEST, pushes=(oldest,))
         low = oldest
-    middle = _closest_to_middle(low, bad, outcomes, untestable | set(wanted))
-    if middle is not None:
-        wanted.append(middle)
-    if not wanted:
+    middle = _closest_to_middle(low, bad, outcomes, untestable)
+    if middle is None:
         return BisectPlan(Step.STUCK)
-    return BisectPlan(Step.TEST, pushes=tuple(sorted(wanted)))
+    return BisectPlan(Step.TEST, pushes=(middle,))
 
 
 def _closest_to_middle(
