@@ -91,3 +91,18 @@ def test_a_task_id_is_routed_to_request(tmp_path: Path) -> None:
     assert "No such command" not in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("sheriff: error:")
+
+
+def test_culprit_metrics_against_the_truth(finished: Path) -> None:
+    from sheriff.backfill import culprit_metrics
+
+    engine = open_database(f"sqlite:///{finished / 'sheriff.db'}")
+    right = {"tests": ["a/browser_regressed.js"], "culprit_revision": revision(11)}
+    wrong = {"tests": ["a/browser_regressed.js"], "culprit_revision": revision(12)}
+    unseen = {"tests": ["z/browser_other.js"], "culprit_revision": revision(3)}
+    with engine.connect() as conn:
+        figures = culprit_metrics(conn, [right, unseen])
+        assert culprit_metrics(conn, [wrong])["correct"] == 0
+    engine.dispose()
+    assert figures["regressions"] == 2 and figures["found"] == 1 and figures["correct"] == 1
+    assert figures["backfill_runs"] > 0

@@ -3,7 +3,7 @@
 from sheriff.backfill.engine import BackfillSummary, advance_backfills, advance_record
 from sheriff.backfill.reports import open_report_for_case, request_backfill
 from sheriff.backfill.settings import BackfillSettings, backfill_settings, from_settings
-from sheriff.backfill.status import named_culprits, reports
+from sheriff.backfill.status import culprit_metrics, named_culprits, reports
 from sheriff.backfill.strategies import REGISTRY, BackfillStrategy, backfill_strategy
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "advance_record",
     "backfill_settings",
     "backfill_strategy",
+    "culprit_metrics",
     "from_settings",
     "named_culprits",
     "open_report_for_case",

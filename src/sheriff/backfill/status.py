@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.backfill.evidence import window_evidence
-from sheriff.store.schema import backfill_record, backfill_report, push, repository
+from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
 RECORD_FIELDS = (
     "id",
@@ -157,3 +157,30 @@ def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+def culprit_metrics(conn: sa.Connection, regressions: list[dict[str, Any]]) -> dict[str, int]:
+    """The `culprits` figures of the sim metrics, against the simulator's true regressions.
+
+    A regression is found when a report about one of its tests named a culprit, and correct
+    when the first such report named its true culprit revision (`culprit_revision`); the
+    backfill runs are the tasks backfill actions created that sheriff has seen.
+    """
+    named = named_culprits(conn)
+    found = correct = 0
+    for regression in regressions:
+        mine = [n for n in named if set(n["tests"]) & set(regression["tests"])]
+        if mine:
+            found += 1
+            correct += mine[0]["culprit_revision"] == regression["culprit_revision"]
+    runs = conn.execute(
+        sa.select(sa.func.count(sa.distinct(job.c.task_id))).where(
+            job.c.action.in_(["backfill", "backfill-task"])
+        )
+    ).scalar_one()
+    return {
+        "regressions": len(regressions),
+        "found": found,
+        "correct": correct,
+        "backfill_runs": runs,
+    }
