@@ -30,7 +30,10 @@ def demo(
     from sheriff.triage.report import render_report
     from sheriff.triage.simrun import play
 
+    from sheriff.sim.scenario import load_scenario
+
     path = scenario or bundled_scenario()
+    load_scenario(path)  # a bad scenario fails here, in one line, before any progress
     chosen = policy or settings().policy
     for stale in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
         stale.unlink(missing_ok=True)

@@ -19,8 +19,10 @@ def run(
 ) -> None:
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
     from sheriff.cli._progress import scenario_progress
+    from sheriff.sim.scenario import load_scenario
     from sheriff.triage.simrun import play
 
+    load_scenario(scenario)  # a bad scenario fails here, in one line, before any progress
     with scenario_progress(f"playing {scenario.name} ({policy})") as update:
         metrics = play(scenario, policy=policy, backfill=backfill, progress=update)
     text = json.dumps(metrics, indent=2)

@@ -1,0 +1,74 @@
+"""`sheriff triage`, `sheriff sim run` and `sheriff demo` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sheriff.sim.scenario import load_scenario
+from sheriff.sim.server import SimServer
+from tests.triage.conftest import TINY
+
+SHERIFF = [sys.executable, "-m", "sheriff"]
+
+
+def _run(args, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("TASKCLUSTER_", "SHERIFF_"))
+    }
+    full_env.update({"SHERIFF_DATABASE_URL": f"sqlite:///{cwd / 'sheriff.db'}", **env})
+    return subprocess.run(
+        [*SHERIFF, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_triage_dry_run_against_the_simulator(tmp_path: Path) -> None:
+    with SimServer(load_scenario(TINY), port=0) as sim:
+        sim.advance(minutes=90)
+        env = {"TASKCLUSTER_ROOT_URL": sim.root_url, "SHERIFF_TREEHERDER_URL": sim.root_url}
+        start = (sim.now.replace(hour=0)).isoformat()
+        args = ["triage", "--repo", "autoland", "--from", start, "--to", sim.now.isoformat()]
+        result = _run(args, tmp_path, **env)
+        assert result.returncode == 0, result.stderr
+        assert "autoland: 6 pushes" in result.stdout and "dry run" in result.stdout
+        assert sim.world.action_counts() == []  # nothing was sent
+
+        live = _run([*args, "--live"], tmp_path, **env)
+        assert live.returncode == 1
+        assert live.stderr.strip().count("\n") == 0 and "TASKCLUSTER_CLIENT_ID" in live.stderr
+
+
+def test_triage_rejects_a_bad_window_in_one_line(tmp_path: Path) -> None:
+    for args in (["triage", "--since", "soon"], ["triage", "--from", "2026-01-01"]):
+        result = _run(args, tmp_path)
+        assert result.returncode != 0
+        assert result.stderr.startswith("sheriff: error: ") and "Traceback" not in result.stderr
+
+
+def test_sim_run_prints_the_metrics(tmp_path: Path) -> None:
+    out = tmp_path / "metrics.json"
+    result = _run(["sim", "run", "--scenario", str(TINY), "--json", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(out.read_text())
+    assert json.loads(result.stdout) == metrics
+    assert metrics["scenario"] == "tiny" and metrics["verdicts"]["pending"] == 0
+    assert metrics["excess_retriggers"] == 0
+
+
+def test_demo_prints_a_report_and_leaves_its_database(tmp_path: Path) -> None:
+    result = _run(["demo", "--scenario", str(TINY)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Failed test runs (cases): " in result.stdout
+    assert "precision" in result.stdout and "What to run next" in result.stdout
+    assert (tmp_path / "sheriff-demo.db").exists()
+
+
+def test_a_bad_scenario_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.read_text().replace("pushes: 6", "pushes: many"))
+    result = _run(["sim", "run", "--scenario", str(bad)], tmp_path)
+    assert result.returncode != 0 and "pushes" in result.stderr
+    assert result.stderr.strip().count("\n") == 0
