@@ -27,10 +27,9 @@ def demo(
     """Play a small day of CI on the simulator with sheriff triaging it, then report."""
     from sheriff.cli._progress import scenario_progress
     from sheriff.config import settings
+    from sheriff.sim.scenario import load_scenario
     from sheriff.triage.report import render_report
     from sheriff.triage.simrun import play
-
-    from sheriff.sim.scenario import load_scenario
 
     path = scenario or bundled_scenario()
     load_scenario(path)  # a bad scenario fails here, in one line, before any progress
