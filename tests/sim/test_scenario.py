@@ -106,3 +106,11 @@ def test_cli_rejects_a_bad_scenario_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         f"sheriff: error: {bad}: pushes: Input should be greater than or equal to 1"
     ]
+
+
+def test_the_bundled_demo_scenario_loads() -> None:
+    from importlib import resources
+
+    bundled = resources.files("sheriff.sim") / "scenarios" / "small.yaml"
+    scenario = load_scenario(str(bundled))
+    assert scenario.pushes >= 10 and scenario.regressions
