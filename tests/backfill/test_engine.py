@@ -12,7 +12,7 @@ from sheriff.backfill import (
     open_report_for_case,
     reports,
 )
-from sheriff.store.schema import backfill_record, backfill_report
+from sheriff.store.schema import backfill_record, backfill_report, run_observation
 from tests.backfill.conftest import LINE, START, TEST, A, B, FakeCI, revision
 
 HOUR = timedelta(hours=1)
@@ -183,3 +183,11 @@ def test_waits_for_runs_that_are_still_running(ci: FakeCI) -> None:
     assert summary.requests == 0
     with ci.engine.connect() as conn:
         assert conn.execute(sa.select(backfill_record.c.runs_in_progress)).scalar() == len(ci.sent)
+
+
+def test_a_case_without_failure_lines_opens_no_report(ci: FakeCI) -> None:
+    ci.history()
+    case = ci.regression_case(20)
+    with ci.engine.begin() as conn:
+        conn.execute(sa.update(run_observation).values(failure_lines=[]))
+        assert open_report_for_case(conn, case, START) is None

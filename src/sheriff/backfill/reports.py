@@ -258,6 +258,8 @@ def open_report_for_case(
     if case.verdict != "regression":
         return None
     regression = regression_of(conn, case.job_id)
+    if not regression.lines:
+        return None  # no failure line to look for: a backfill could not tell pushes apart
     repository_id, push_time = conn.execute(
         sa.select(job.c.repository_id, push.c.push_time)
         .join(push, push.c.id == job.c.push_id)

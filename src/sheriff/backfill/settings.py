@@ -22,7 +22,7 @@ class BackfillSettings(BaseModel):
     same_manifests: bool = True  # backfilled runs run the original's manifest set
     depth: int = Field(19, ge=1, le=25)  # pushes before the regression's push to look at
     # Bisect looks further back when even the oldest push of its window fails.
-    max_extensions: int = Field(2, ge=0, le=10)
+    max_extensions: int = Field(1, ge=0, le=10)
     linear_times: int = Field(1, ge=1, le=10)  # runs per push of a linear backfill
     miss_probability: float = Field(0.05, gt=0.0, lt=1.0)  # P(intermittent taken as absent)
     max_runs_per_push: int = Field(8, ge=1, le=8)
