@@ -109,6 +109,7 @@ class FakeCI:
         failed: bool | None = None,
         state: str = "completed",
         lines: list[str] | None = None,
+        observed: bool = True,
     ) -> int:
         failed = self.fails(index, manifests) if failed is None else failed
         record = self._job(index, manifests, action, failed, state)
@@ -117,7 +118,7 @@ class FakeCI:
             job_id = conn.execute(
                 sa.select(job.c.id).where(job.c.task_id == record.task_id)
             ).scalar_one()
-            if failed and state == "completed":
+            if failed and state == "completed" and observed:
                 conn.execute(
                     sa.insert(run_observation).values(
                         job_id=job_id,

@@ -191,3 +191,28 @@ def test_a_case_without_failure_lines_opens_no_report(ci: FakeCI) -> None:
     with ci.engine.begin() as conn:
         conn.execute(sa.update(run_observation).values(failure_lines=[]))
         assert open_report_for_case(conn, case, START) is None
+
+
+def test_an_outage_holds_one_record_back_and_the_next_pass_goes_on(ci: FakeCI) -> None:
+    from sheriff.errors import ServiceError
+
+    ci.history()
+    _open(ci)
+    settings = BackfillSettings(strategy="bisect")
+    advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
+    ci.run_requests()
+
+    def outage(job_ids) -> None:
+        raise ServiceError("treeherder unreachable")
+
+    # A failed backfilled run whose log Treeherder has not parsed for us yet.
+    ci.add_run(11, [A, B], action="backfill-task", failed=True, observed=False)
+    summary = advance_backfills(
+        ci.engine, now=START + 2 * HOUR, actions=ci.enqueue, observe=outage, settings=settings
+    )
+    assert summary.errors and "treeherder unreachable" in summary.errors[0]
+    seen: list[int] = []
+    advance_backfills(
+        ci.engine, now=START + 2 * HOUR, actions=ci.enqueue, observe=seen.extend, settings=settings
+    )
+    assert seen  # the next pass asked for the observation again

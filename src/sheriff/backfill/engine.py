@@ -31,6 +31,7 @@ from sheriff.backfill.reports import (
 )
 from sheriff.backfill.settings import BackfillSettings
 from sheriff.backfill.strategies import Decision, RunRequest, Search, backfill_strategy
+from sheriff.errors import SheriffError
 from sheriff.model.backfill import Outcome, outcome
 from sheriff.store.queries import recent_push_ids
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
@@ -70,6 +71,7 @@ class BackfillSummary:
     requests: int = 0  # action requests enqueued
     culprits: list[tuple[int, str]] = field(default_factory=list)  # (report id, revision)
     conflicts: int = 0  # records another pass changed first
+    errors: list[str] = field(default_factory=list)  # records held back by an error
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +80,7 @@ class BackfillSummary:
             "requests": self.requests,
             "culprits": [{"report": r, "revision": rev} for r, rev in self.culprits],
             "conflicts": self.conflicts,
+            "errors": self.errors,
         }
 
 
@@ -116,15 +119,20 @@ def advance_backfills(
         )
     for record_id in record_ids:
         summary.examined += 1
-        advance_record(
-            engine,
-            record_id,
-            now=now,
-            enqueue=enqueue,
-            observe=observe,
-            settings=settings,
-            summary=summary,
-        )
+        try:
+            advance_record(
+                engine,
+                record_id,
+                now=now,
+                enqueue=enqueue,
+                observe=observe,
+                settings=settings,
+                summary=summary,
+            )
+        except SheriffError as exc:
+            # An outage or a refused request holds this record back, not the others; its
+            # transaction rolled back, so the next pass takes it up from the same state.
+            summary.errors.append(f"record {record_id}: {exc}")
     return summary
 
 
