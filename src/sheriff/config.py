@@ -88,6 +88,18 @@ class Settings(BaseSettings):
     runs_wanted: int = 6  # original + 5 retriggers
     regression_min_reproductions: int = 2
 
+    # Backfills (sheriff.backfill.BackfillSettings has every knob and its meaning).
+    backfill_enabled: bool = True  # a regression verdict opens a backfill report
+    backfill_strategy: str = "bisect"  # linear | bisect
+    backfill_same_manifests: bool = True
+    backfill_depth: int | None = None
+    backfill_max_per_platform_per_day: int | None = None
+    backfill_maturity_minutes: int | None = None
+    backfill_timeout_hours: float | None = None
+
+    # Actions.
+    actions_lease_minutes: int = 15  # a request left `sending` longer is checked, then resent
+
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
 

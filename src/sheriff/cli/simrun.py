@@ -14,7 +14,9 @@ from sheriff.cli.sim import sim_app
 def run(
     scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
     policy: str = typer.Option("seed", "--policy", help="Verdict policy."),
-    backfill: str = typer.Option("off", "--backfill", help="Backfill strategy: linear|bisect|off."),
+    backfill: str = typer.Option(
+        None, "--backfill", help="Backfill strategy: linear|bisect|off (default: setting)."
+    ),
     json_out: Path = typer.Option(None, "--json", help="Also write the metrics to this file."),
 ) -> None:
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -154,6 +154,7 @@ def advance_push(
     runs_wanted: int = 6,
     min_reproductions: int = 2,
     count_dry_runs: bool = False,
+    on_regression: Callable[[sa.Connection, int, datetime], object] | None = None,
 ) -> PushPlan:
     """Move every open case of one push forward; call inside a transaction."""
     plan = PushPlan()
@@ -205,6 +206,11 @@ def advance_push(
         ):
             requested.update(strategy(row.strategy).runs(row.input, row.labels))
 
+    history = None
+    if getattr(policy, "needs_history", False):
+        from sheriff.store.history import PushHistory
+
+        history = PushHistory(conn, push_id)
     for case in cases:
         original = conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()
         o = obs.get(original["id"]) or {}
@@ -250,12 +256,23 @@ def advance_push(
             + plan.retriggers[case["label"]],
             runs_wanted=runs_wanted,
             min_reproductions=min_reproductions,
+            history=history.case(original, o) if history is not None else None,
         )
         decision = policy.decide(evidence)
         record = decision.to_dict()
         if decision.kind is DecisionKind.VERDICT:
-            _decide(conn, case, decision.verdict.value, decision.reason, record, now)
+            _decide(
+                conn,
+                case,
+                decision.verdict.value,
+                decision.reason,
+                record,
+                now,
+                p_regression=decision.p_regression,
+            )
             plan.decided[decision.verdict.value] += 1
+            if decision.verdict.value == "regression" and on_regression is not None:
+                on_regression(conn, case["id"], now)  # in the same transaction as the verdict
         else:
             if decision.kind is DecisionKind.RETRIGGER and decision.retriggers > 0:
                 plan.retriggers[case["label"]] += decision.retriggers
@@ -268,6 +285,7 @@ def advance_push(
                     retriggers_requested=case["retriggers_requested"] + decision.retriggers,
                     evidence=record,
                     rule=decision.reason,
+                    p_regression=decision.p_regression,
                     updated_at=now,
                 )
             )
@@ -304,6 +322,7 @@ def _decide(
     rule: str,
     evidence: Mapping[str, Any] | None,
     now: datetime,
+    p_regression: float | None = None,
 ) -> None:
     conn.execute(
         triage_case.update()
@@ -313,6 +332,7 @@ def _decide(
             verdict=verdict,
             rule=rule,
             evidence=evidence if evidence is not None else case.get("evidence"),
+            p_regression=p_regression,
             decided_at=now,
             updated_at=now,
         )

@@ -19,6 +19,9 @@ from sqlalchemy.engine import Engine
 
 from sheriff.actions import log as request_log
 from sheriff.actions.protocol import ActionsProtocol
+from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
+from sheriff.backfill import from_settings as backfill_from_settings
+from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
@@ -27,7 +30,7 @@ from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_grou
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs
-from sheriff.store.schema import job, job_type, push, repository, triage_case
+from sheriff.store.schema import backfill_record, job, job_type, push, repository, triage_case
 from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
 from sheriff.triage.observe import Observer, RunRef, latest_runs
 
@@ -49,6 +52,8 @@ class PassSummary:
     requests_dry_run: int = 0
     cancelled: int = 0
     open_cases: int = 0
+    backfill_requests: int = 0
+    culprits: int = 0
 
 
 def policy_named(name: str) -> Policy:
@@ -79,6 +84,7 @@ class Triage:
         repo: str,
         live: bool = False,
         policy: str | None = None,
+        backfill: str | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -88,7 +94,7 @@ class Triage:
         self.live = live
         self.policy = policy_named(policy or settings.policy)
         self.observer = Observer(engine, treeherder, clients, repo)
-        self.after_pass: list[Callable[[datetime], None]] = []
+        self.backfill = backfill_settings_of(settings, backfill)
 
     def run_pass(
         self,
@@ -133,14 +139,23 @@ class Triage:
                     runs_wanted=self.settings.runs_wanted,
                     min_reproductions=self.settings.regression_min_reproductions,
                     count_dry_runs=not self.live,
+                    on_regression=self._open_report if self.backfill.enabled else None,
                 )
             plans.append(plan)
             summary.decided.update(plan.decided)
             summary.retriggers_asked += sum(plan.retriggers.values())
+        if self.backfill.enabled:
+            say("advancing backfills")
+            backfills = advance_backfills(
+                self.engine,
+                now=now,
+                observe=lambda ids: self._observe_jobs(ids, now),
+                settings=self.backfill,
+            )
+            summary.backfill_requests = backfills.requests
+            summary.culprits = len(backfills.culprits)
         self._send(summary)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
-        for hook in self.after_pass:
-            hook(now)
         with self.engine.connect() as conn:
             summary.open_cases = conn.execute(
                 sa.select(sa.func.count())
@@ -180,6 +195,7 @@ class Triage:
                                 triage_case.c.state.in_(OPEN_STATES)
                             )
                         ),
+                        push.c.id.in_(sorted(backfill_pushes(conn))),
                     ),
                 )
             ).all()
@@ -210,10 +226,14 @@ class Triage:
                     .where(triage_case.c.push_id.in_(ids), triage_case.c.state.in_(OPEN_STATES))
                 ).scalars()
             )
+            searched = backfill_pushes(conn)
         return [
             p
             for p in pushes.values()
-            if p.push_id not in with_jobs or p.push_id in unresolved or p.push_id in open_
+            if p.push_id not in with_jobs
+            or p.push_id in unresolved
+            or p.push_id in open_
+            or p.push_id in searched
         ]
 
     def _list(self, state: PushState, summary: PassSummary) -> None:
@@ -272,6 +292,21 @@ class Triage:
                         refs.append(RunRef(r["id"], r["task_id"], r["run_id"]))
         return refs
 
+    def _observe_jobs(self, job_ids: Sequence[int], now: datetime) -> None:
+        """Observations of any runs (backfilled ones): the callback backfills use."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(job.c.id, job.c.task_id, job.c.run_id).where(
+                    job.c.id.in_(list(job_ids)), job.c.state == "completed"
+                )
+            ).all()
+        self.observer.observe([RunRef(r.id, r.task_id, r.run_id) for r in rows], now)
+
+    # -- backfills ------------------------------------------------------------------------
+
+    def _open_report(self, conn: sa.Connection, case_id: int, now: datetime) -> None:
+        open_report_for_case(conn, case_id, now, self.backfill)
+
     # -- actions --------------------------------------------------------------------------
 
     def _send(self, summary: PassSummary) -> None:
@@ -300,3 +335,25 @@ def _labels_of(conn: sa.Connection, runs: Sequence[dict]) -> dict[int, str]:
     return dict(
         conn.execute(sa.select(job_type.c.id, job_type.c.name).where(job_type.c.id.in_(ids))).all()
     )
+
+
+def backfill_settings_of(settings: Settings, strategy: str | None) -> BackfillSettings:
+    """The backfill settings; `strategy` "off" turns backfills off, a name picks one."""
+    chosen = backfill_from_settings(settings)
+    if strategy is None:
+        return chosen
+    if strategy == "off":
+        return chosen.model_copy(update={"enabled": False})
+    return chosen.model_copy(update={"enabled": True, "strategy": strategy})
+
+
+def backfill_pushes(conn: sa.Connection) -> set[int]:
+    """Pushes an open backfill record searches: their task groups gain backfilled runs."""
+    pushes: set[int] = set()
+    for context in conn.execute(
+        sa.select(backfill_record.c.context).where(
+            backfill_record.c.status.in_(OPEN_RECORD_STATUSES)
+        )
+    ).scalars():
+        pushes.update(int(p) for p in (context or {}).get("window") or [])
+    return pushes

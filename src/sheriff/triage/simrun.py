@@ -14,7 +14,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,12 @@ import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import REGISTRY
+from sheriff.backfill import culprit_metrics
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
 from sheriff.store.db import open_database
-from sheriff.store.schema import job, push, triage_case
+from sheriff.store.schema import job, job_type, push, triage_case
 from sheriff.triage.engine import PassSummary, Triage
 
 SIM_CLIENT_ID = "sheriff-dev"
@@ -36,21 +36,11 @@ EXTRA_HOURS = 12
 FINAL_VERDICTS = ("regression", "intermittent", "infra", "not-eligible", "classified", "wrong-tier")
 
 
-@dataclass
-class PlayOptions:
-    policy: str = "seed"
-    pass_minutes: int = 10
-    window_hours: float = 6.0
-    database_url: str | None = None
-    backfill: str = "off"
-    same_manifests: bool = True
-
-
 def play(
     scenario_path: str | Path,
     *,
     policy: str = "seed",
-    backfill: str = "off",
+    backfill: str | None = None,
     same_manifests: bool = True,
     database_url: str | None = None,
     pass_minutes: int = 10,
@@ -74,13 +64,20 @@ def play(
                 taskcluster_access_token=SIM_ACCESS_TOKEN,
                 policy=policy,
                 repositories=[scenario.repository],
+                backfill_same_manifests=same_manifests,
             )
             clients = taskcluster_clients(
                 sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
             )
             treeherder = Treeherder(sim.root_url)
             triage = Triage(
-                engine, settings, clients, treeherder, repo=scenario.repository, live=True
+                engine,
+                settings,
+                clients,
+                treeherder,
+                repo=scenario.repository,
+                live=True,
+                backfill=backfill,
             )
             begin = sim.now
             last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
@@ -134,16 +131,19 @@ def measure(
                 triage_case.c.verdict,
                 triage_case.c.decided_at,
                 job.c.end_time,
+                triage_case.c.p_regression,
             ).join(job, job.c.id == triage_case.c.job_id)
         ).all()
         requests = request_log.requests(conn)
-        revisions = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
+    with engine.connect() as conn:
+        culprits = culprit_metrics(conn, truth.get("regressions", []))
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
     tp = predicted = actual = 0
     eligible = 0
     delays: list[float] = []
+    scored: list[tuple[float, bool]] = []  # (P(regression), truly a regression)
     for task_id, case in cases.items():
         mine = ours.get(task_id)
         verdict = mine.verdict if mine is not None and mine.state == "decided" else None
@@ -157,25 +157,20 @@ def measure(
             predicted += verdict == "regression"
             actual += case["truth"] == "regression"
             tp += verdict == "regression" and case["truth"] == "regression"
+            if mine.p_regression is not None:
+                scored.append((mine.p_regression, case["truth"] == "regression"))
             if mine.decided_at is not None and mine.end_time is not None:
                 delays.append(
                     (_aware(mine.decided_at) - _aware(mine.end_time)).total_seconds() / 60
                 )
-    asked: Counter[tuple[str, str]] = Counter()
-    retriggers = 0
-    for r in requests:
-        if r.state != "sent" or r.strategy not in REGISTRY:
-            continue
-        runs = REGISTRY[r.strategy]().runs(r.input, r.labels)
-        for label, n in runs.items():
-            asked[(r.revision, label)] += n
-        if r.strategy in ("retrigger", "retrigger-multiple"):
-            retriggers += sum(runs.values())
-    excess = 0
-    for entry in action_counts:
-        key = (entry["push"], entry["label"])
-        if key in asked or entry["push"] in revisions:
-            excess += max(0, entry["tasks"] - asked.get(key, 0)) if key in asked else 0
+    asked = runs_asked(engine, requests)
+    retriggers = sum(
+        sum(REGISTRY[r.strategy]().runs(r.input, r.labels).values())
+        for r in requests
+        if r.state == "sent" and r.strategy in ("retrigger", "retrigger-multiple")
+    )
+    # Runs of a label on a push beyond every run sheriff asked for there: double requests.
+    excess = sum(max(0, e["tasks"] - asked.get((e["push"], e["label"]), 0)) for e in action_counts)
     truth_counts = Counter(c["truth"] for c in cases.values())
     return {
         "scenario": truth.get("scenario"),
@@ -199,18 +194,14 @@ def measure(
         "retriggers": retriggers,
         "retriggers_per_eligible_case": round(retriggers / eligible, 3) if eligible else 0.0,
         "excess_retriggers": excess,
-        "culprits": {
-            "regressions": len(truth.get("regressions", [])),
-            "found": 0,
-            "correct": 0,
-            "backfill_runs": 0,
-        },
+        "culprits": culprits,
         "http_requests": {
             "taskcluster": int(stats.get("taskcluster", 0)),
             "treeherder": int(stats.get("treeherder", 0)),
         },
         "virtual_hours": round(virtual_hours, 2),
         "wall_seconds": 0.0,
+        "calibration": calibration(scored),
         "time_to_verdict_minutes": {
             "p50": round(statistics.median(delays), 1) if delays else 0.0,
             "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
@@ -218,7 +209,52 @@ def measure(
     }
 
 
+def calibration(scored: list[tuple[float, bool]]) -> dict[str, Any]:
+    """Of verdicts with P(regression) >= 0.9 (<= 0.1), how many and the share truly regressions."""
+    high = [truth for p, truth in scored if p >= 0.9]
+    low = [truth for p, truth in scored if p <= 0.1]
+    return {
+        "scored": len(scored),
+        "high": {"cases": len(high), "regression_share": _share(high)},
+        "low": {"cases": len(low), "regression_share": _share(low)},
+    }
+
+
+def _share(truths: list[bool]) -> float | None:
+    return round(sum(truths) / len(truths), 4) if truths else None
+
+
 def _aware(moment):  # type: ignore[no-untyped-def]
     from datetime import UTC
 
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def runs_asked(engine: sa.Engine, requests: list[Any]) -> Counter[tuple[str, str]]:
+    """Runs per (push revision, label) that sheriff's sent requests asked for.
+
+    Gecko's `backfill` names no pushes: it asks for `times` runs of the task's label on
+    each of the `depth` pushes before the task's own, which are counted as such.
+    """
+    asked: Counter[tuple[str, str]] = Counter()
+    with engine.connect() as conn:
+        order = [r for (r,) in conn.execute(sa.select(push.c.revision).order_by(push.c.push_time))]
+        labels = dict(
+            conn.execute(
+                sa.select(job.c.task_id, job_type.c.name).join(
+                    job_type, job_type.c.id == job.c.job_type_id
+                )
+            ).all()
+        )
+    for r in requests:
+        if r.state != "sent":
+            continue
+        if r.strategy == "backfill" and r.task_id in labels and r.revision in order:
+            at = order.index(r.revision)
+            depth, times = int(r.input.get("depth", 1)), int(r.input.get("times", 1))
+            for revision in order[max(0, at - depth) : at]:
+                asked[(revision, labels[r.task_id])] += times
+        elif r.strategy in REGISTRY:
+            for label, n in REGISTRY[r.strategy]().runs(r.input, r.labels).items():
+                asked[(r.revision, label)] += n
+    return asked
