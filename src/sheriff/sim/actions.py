@@ -124,7 +124,7 @@ def _create_action_task(world: World, payload: Any) -> Task:
     decision = world.tasks.get(group)
     if decision is None or decision.kind != "decision-task":
         raise HookPayloadError(f"payload names task group {group}, which is no decision task")
-    task_id = draws.slug(world.seed, "action-task", world.hooks_triggered, callback)
+    task_id = draws.slug(world.seed, "action-task", world.action_tasks_created, callback)
     context = {
         "payload": payload,
         "firedBy": "triggerHook",

@@ -70,7 +70,7 @@ class World:
         self.action_created: Counter[tuple[int, str, str]] = Counter()
         self.line_counts: Counter[str] = Counter()
         self.line_first_push: dict[str, int] = {}
-        self.hooks_triggered = 0
+        self.action_tasks_created = 0
         self._events: list[tuple[float, int, str, Any]] = []
         self._sequence = 0
         self._next_job_id = 1
@@ -335,7 +335,7 @@ class World:
     def add_action_task(self, push: Push, task: Task) -> None:
         """Create an action task (from a triggered hook) that runs a few virtual minutes."""
         duration = 2.0 + draws.unit(self.seed, "action-time", task.task_id) * 2.0
-        self.hooks_triggered += 1
+        self.action_tasks_created += 1
         self._add_task(task, Outcome("completed", duration=duration, wait=0.5))
 
     def _platform_name(self, task: Task) -> str:
