@@ -10,6 +10,7 @@ from sheriff.backfill import (
     BackfillSettings,
     advance_backfills,
     open_report_for_case,
+    pushes_to_watch,
     reports,
 )
 from sheriff.store.schema import backfill_record, backfill_report, run_observation
@@ -160,6 +161,9 @@ def test_repeated_passes_ask_once(ci: FakeCI) -> None:
     for _ in range(2):
         advance_backfills(ci.engine, now=START + HOUR, actions=ci.enqueue, settings=settings)
     assert first and [s["key"] for s in ci.sent] == first
+    with ci.engine.connect() as conn:
+        watched = pushes_to_watch(conn)
+    assert {w["revision"] for w in watched} == {s["revision"] for s in ci.sent}
     with ci.engine.connect() as conn:
         assert conn.execute(sa.select(backfill_record.c.iterations)).scalar() == 1
 

@@ -184,3 +184,32 @@ def culprit_metrics(conn: sa.Connection, regressions: list[dict[str, Any]]) -> d
         "correct": correct,
         "backfill_runs": runs,
     }
+
+
+def pushes_to_watch(conn: sa.Connection) -> list[dict[str, Any]]:
+    """Pushes where open records asked for runs: ingest must keep polling their task groups.
+
+    A backfill may reach pushes older than the triage pass's time window; without this their
+    backfilled runs would never be seen and the record would time out.
+    """
+    contexts = conn.execute(
+        sa.select(backfill_record.c.context).where(backfill_record.c.status == "backfilled")
+    ).scalars()
+    push_ids = sorted({int(p) for context in contexts for p in context.get("requested", {})})
+    if not push_ids:
+        return []
+    rows = conn.execute(
+        sa.select(push.c.id, push.c.revision, push.c.decision_task_id, repository.c.name)
+        .join(repository, repository.c.id == push.c.repository_id)
+        .where(push.c.id.in_(push_ids))
+        .order_by(push.c.push_time)
+    ).all()
+    return [
+        {
+            "push_id": r.id,
+            "repository": r.name,
+            "revision": r.revision,
+            "decision_task_id": r.decision_task_id,
+        }
+        for r in rows
+    ]
