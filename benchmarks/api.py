@@ -296,6 +296,8 @@ def main() -> None:
         action="store_true",
         help="time the dashboard pages instead (use --jobs 38600: autoland-day's size)",
     )
+    parser.add_argument("--keep", action="store_true", help="keep the loaded database")
+    parser.add_argument("--url", help="time a database loaded before (with --keep)")
     args = parser.parse_args()
     if args.dashboard:
         dashboard(args)
@@ -303,15 +305,21 @@ def main() -> None:
 
     shape = Shape(jobs=args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
-        url, drop = database_url(args.backend, Path(tmp))
+        if args.url:
+            url, drop = args.url, lambda: None
+        else:
+            url, drop = database_url(args.backend, Path(tmp))
+            if args.keep:
+                print(f"keeping the database: {url}")
+                drop = lambda: None  # noqa: E731
         engine = db.open_database(url)
         server = None
         try:
-            started = time.perf_counter()
-            loaded = load(engine, shape, args.batch)
-            print(
-                f"{args.backend}: {loaded:,} jobs loaded in {time.perf_counter() - started:.0f} s"
-            )
+            if not args.url:
+                started = time.perf_counter()
+                loaded = load(engine, shape, args.batch)
+                took = time.perf_counter() - started
+                print(f"{args.backend}: {loaded:,} jobs loaded in {took:.0f} s")
             with engine.connect() as conn:
                 max_job = conn.execute(sa.text("SELECT max(id) FROM job")).scalar_one()
                 max_push = conn.execute(sa.text("SELECT max(id) FROM push")).scalar_one()

@@ -236,7 +236,15 @@ def list_jobs(
         stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_manifests([path])))
     for path in dict.fromkeys(filters.test_paths):
         stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_test_paths([path])))
-    stmt = stmt.order_by(job.c.id.desc()).offset(offset).limit(count)
+    newest_first = job.c.id.desc()
+    if filters.push_id is not None or filters.manifests or filters.test_paths:
+        # These filters have an index that finds a few thousand rows at most. Ordered by
+        # the bare primary key, PostgreSQL would rather walk that key backwards hoping to
+        # meet matching rows soon, and a push's jobs sit together: on a million jobs that
+        # walk takes half a second. `id + 0` is not the key, so the planner uses the index
+        # and sorts the few rows instead.
+        newest_first = (job.c.id + 0).desc()
+    stmt = stmt.order_by(newest_first).offset(offset).limit(count)
     jobs = [_job_row(r) for r in conn.execute(stmt)]
     return _decorate(conn, jobs, include_manifests, include_test_paths)
 
