@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections import OrderedDict
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,6 +19,7 @@ from sheriff.sim.entities import Task
 from sheriff.sim.world import World
 
 MAX_LIST_LIMIT = 1000
+PAGE_CACHE_SIZE = 64
 JSON = "application/json; charset=utf-8"
 
 
@@ -108,7 +110,9 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
         with world.lock:
             return raw('{"status":' + taskdefs.status_json(world, get_task(task_id)) + "}")
 
-    page_cache: dict[tuple[str, int, int], tuple[int, bytes]] = {}
+    # Pages of resolved groups are asked for again and again: keep the latest few until a
+    # task of their group changes. (Uncompressed: on loopback that is faster than gzip.)
+    page_cache: OrderedDict[tuple[str, int, int], tuple[int, bytes]] = OrderedDict()
 
     @router.get("/api/queue/v1/task-group/{group_id}/list")
     async def list_task_group(
@@ -126,10 +130,11 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
             key = (group_id, offset, limit)
             cached = page_cache.get(key)
             if cached is None or cached[0] != version:
-                # Pages of resolved groups are asked for again and again: keep them until
-                # a task of the group changes. (Uncompressed: on loopback that is faster.)
                 body = _task_group_page(world, group_id, members, offset, limit).encode()
                 cached = page_cache[key] = (version, body)
+                if len(page_cache) > PAGE_CACHE_SIZE:
+                    page_cache.popitem(last=False)
+            page_cache.move_to_end(key)
         return raw(cached[1])
 
     def _artifact_list(task: Task, run_id: int | None) -> dict[str, Any]:
