@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sheriff.actions.strategies import REGISTRY
@@ -45,6 +45,7 @@ class GroupListing:
     action_tasks: list[ActionTaskView]
     labels: dict[str, str]  # task id → label, for every task of the group
     skipped: int = 0
+    status_keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # of `jobs`' tasks
 
     def runs_to_come(self) -> Counter[str]:
         """Runs per label that unfinished action tasks will create on this push."""
@@ -98,7 +99,19 @@ def jobs_of_entry(
     ]
 
 
-def parse_listing(decision_task_id: str, entries: Iterable[Mapping[str, Any]]) -> GroupListing:
+def status_key(status: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies a task's status: equal keys mean nothing new to store."""
+    runs = status.get("runs") or []
+    return (status.get("state"), len(runs), runs[-1].get("state") if runs else None)
+
+
+def parse_listing(
+    decision_task_id: str,
+    entries: Iterable[Mapping[str, Any]],
+    stored: Mapping[str, tuple[Any, ...]] | None = None,
+) -> GroupListing:
+    """Jobs of the listed tasks; with `stored` (task id → status key of what is stored),
+    only of the tasks whose status changed since."""
     listing = GroupListing(decision_task_id, [], [], {})
     for entry in entries:
         task, status = entry["task"], entry["status"]
@@ -107,6 +120,10 @@ def parse_listing(decision_task_id: str, entries: Iterable[Mapping[str, Any]]) -
         view = _action_view(task_id, task, status.get("state", "unscheduled"))
         if view is not None:
             listing.action_tasks.append(view)
+        key = status_key(status)
+        if stored is not None and stored.get(task_id) == key:
+            continue
+        listing.status_keys[task_id] = key
         try:
             listing.jobs.extend(jobs_of_entry(task_id, task, status))
         except NotATreeherderJob:
@@ -117,7 +134,11 @@ def parse_listing(decision_task_id: str, entries: Iterable[Mapping[str, Any]]) -
     return listing
 
 
-def list_group(clients: TaskclusterClients, decision_task_id: str) -> GroupListing:
-    """All tasks of the group, through every page of `listTaskGroup`."""
+def list_group(
+    clients: TaskclusterClients,
+    decision_task_id: str,
+    stored: Mapping[str, tuple[Any, ...]] | None = None,
+) -> GroupListing:
+    """All tasks of the group, through every page of `listTaskGroup` (see `parse_listing`)."""
     entries = paginate(clients.queue.listTaskGroup, decision_task_id, key="tasks")
-    return parse_listing(decision_task_id, entries)
+    return parse_listing(decision_task_id, entries, stored)

@@ -95,6 +95,10 @@ class Triage:
         self.policy = policy_named(policy or settings.policy)
         self.observer = Observer(engine, treeherder, clients, repo)
         self.backfill = backfill_settings_of(settings, backfill)
+        # Status of every task as last stored by this process: unchanged tasks of a listed
+        # group are not derived and written again. A new process starts empty and rewrites
+        # once, which changes nothing.
+        self._stored_status: dict[str, tuple] = {}
 
     def run_pass(
         self,
@@ -241,7 +245,7 @@ class Triage:
             state.decision_task_id = find_decision_task(self.clients, self.repo, state.revision)
             if state.decision_task_id is None:
                 return  # the decision task has not been indexed yet
-        listing = list_group(self.clients, state.decision_task_id)
+        listing = list_group(self.clients, state.decision_task_id, self._stored_status)
         summary.groups_listed += 1
         state.listing = listing
         with self.engine.begin() as conn:
@@ -251,6 +255,7 @@ class Triage:
                 .where(push.c.id == state.push_id, push.c.decision_task_id.is_(None))
                 .values(decision_task_id=state.decision_task_id)
             )
+        self._stored_status.update(listing.status_keys)  # only once the jobs are committed
         summary.jobs_written += stats.jobs_inserted + stats.jobs_updated
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
