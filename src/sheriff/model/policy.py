@@ -43,6 +43,7 @@ from sheriff.model.errorsummary import StructuredFailure, failures_from_errorsum
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 
 __all__ = [
+    "ADDED_POLICIES",
     "POLICIES",
     "VOID_RESULTS",
     "CaseEvidence",
@@ -59,6 +60,7 @@ __all__ = [
     "UnknownPolicyError",
     "Verdict",
     "get_policy",
+    "register_policy",
 ]
 
 # Results of a run that say nothing about the test (Treeherder's names, and Taskcluster's
@@ -160,6 +162,9 @@ class CaseEvidence:
     requested_not_visible: int = 0  # asked for (by an action task or sheriff), no task yet
     runs_wanted: int = 6  # original + 5 retriggers
     min_reproductions: int = 2
+    # Prior evidence from the store (sheriff.model.history.CaseHistory) for policies that
+    # declare `needs_history`; the others ignore it.
+    history: Any = None
 
     def __post_init__(self) -> None:
         if self.runs_wanted < 1:
@@ -235,6 +240,8 @@ class Decision:
     retriggers: int = 0  # for RETRIGGER: how many more runs to ask for
     verdict: Verdict | None = None  # for VERDICT
     cancel: tuple[str, ...] = ()  # task ids of runs no longer needed (seed-early)
+    p_regression: float | None = None  # the policy's P(regression), if it has one
+    details: Mapping[str, Any] | None = None  # policy-specific evidence (history)
 
     @property
     def case_state(self) -> CaseState:
@@ -248,7 +255,11 @@ class Decision:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form, to store as the case's evidence."""
         ev = self.evidence
+        extra: dict[str, Any] = {}
+        if self.p_regression is not None or self.details is not None:
+            extra = {"p_regression": self.p_regression, "history": dict(self.details or {})}
         return {
+            **extra,
             "kind": str(self.kind),
             "verdict": None if self.verdict is None else str(self.verdict),
             "retriggers": self.retriggers,
@@ -494,10 +505,26 @@ def _cancellable(runs: Iterable[RunEvidence]) -> tuple[str, ...]:
     return tuple(r.task_id for r in runs if r.requested_by_sheriff and not r.resolved)
 
 
+# Policies defined in their own modules (sheriff.model.history), beside the seed family.
+ADDED_POLICIES: dict[str, Policy] = {}
+
+
+def register_policy(policy: Policy) -> Policy:
+    """Make `policy` available to `get_policy` under its name."""
+    if policy.name in POLICIES:
+        raise ValueError(f"policy {policy.name!r} is already registered")
+    ADDED_POLICIES[policy.name] = policy
+    return policy
+
+
 def get_policy(name: str) -> Policy:
-    """The policy registered under `name` (`seed`, `seed-early`, `seed-staged`)."""
+    """The policy registered under `name` (`seed`, `seed-early`, `seed-staged`, `history`)."""
     try:
-        return POLICIES[name]
+        return POLICIES[name] if name in POLICIES else ADDED_POLICIES[name]
     except KeyError:
-        known = ", ".join(sorted(POLICIES))
+        known = ", ".join(sorted({*POLICIES, *ADDED_POLICIES}))
         raise UnknownPolicyError(f"unknown triage policy {name!r} (known: {known})") from None
+
+
+# The history policy lives in its own module and registers itself on import.
+from sheriff.model import history as _history  # noqa: E402,F401  (registration)

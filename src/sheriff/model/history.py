@@ -1,0 +1,420 @@
+"""The history-aware triage policy: P(regression) from the store's history and small waves.
+
+For a case, two hypotheses: R (a regression active on the push makes the test fail with
+some rate q) and I (the test is intermittent and fails with its flake rate f). The prior
+odds are the fleet's share of regressions among decided cases; binary facts from the
+store's history (an open intermittent bug for every line, the line seen on earlier pushes,
+a failing streak on the same platform configuration, the same line on other
+configurations of the push, a clean previous run) multiply them by likelihood ratios; the
+retriggers add a beta-binomial likelihood ratio (k of n reproduced) with q ~ Beta and
+f ~ Beta. Every number is fitted from earlier decided cases (soft-labelled by their own
+P(regression)), starting from weak defaults, never from scenario files:
+
+    >>> from sheriff.model.history import CaseHistory, PastCase, fit_priors
+    >>> priors = fit_priors([PastCase(p=0.9, k=2, n=2), PastCase(p=0.05, k=0, n=2)])
+    >>> round(priors.base_rate, 2)
+    0.49
+    >>> history = CaseHistory(features={"open_bug": True}, priors=priors)
+    >>> 0.0 < history.priors.posterior(history.features, k=0, n=1) < 0.5
+    True
+
+The policy asks for retriggers in waves just large enough that the verdict could be due
+once they are back, stops as soon as P(regression) is above `upper` or below `lower`, and
+never exceeds `runs_wanted` runs; there the seed rule decides. See docs/history-policy.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from sheriff.model.policy import (
+    CaseEvidence,
+    Decision,
+    DecisionKind,
+    Verdict,
+    _cancellable,
+    _evidence,
+    _plural,
+    _tally,
+    register_policy,
+)
+
+__all__ = [
+    "FEATURES",
+    "CaseHistory",
+    "HistoryPolicy",
+    "PastCase",
+    "Priors",
+    "RateDistribution",
+    "fit_priors",
+]
+
+# The binary history facts the model weighs, in the order they are reported.
+FEATURES = (
+    "open_bug",  # every failure line has an open intermittent bug in the bug suggestions
+    "seen_before",  # a line showed on an earlier push (any configuration), no streak
+    "streak",  # the latest earlier run of this configuration that ran the test showed it
+    "clean_before",  # the latest earlier run of this configuration that ran the test passed it
+    "other_configs",  # another configuration on the same push showed a line of the original
+)
+
+# Weak defaults, worth a few cases each, so that early pushes decide on retriggers alone.
+_DEFAULT_BASE = (1.0, 1.0)  # Beta pseudo-counts of regressions and intermittents
+_DEFAULT_FLAKE = (1.0, 10.0)  # pseudo reproductions, pseudo runs: a flake repeats ~10%
+_DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
+# Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
+# regression's anywhere from "sometimes" (an intermittent regression) to always.
+_FLAKE_SPREAD = 20.0
+_REGRESSION_SPREAD = 2.0
+_FEATURE_SMOOTHING = 0.5  # Jeffreys
+# Naive Bayes is overconfident on correlated facts: each fact, and all of them together,
+# may move the odds at most this much; retriggers always have the last word.
+_MAX_FEATURE_LOG_LR = math.log(5.0)
+_MAX_HISTORY_LOG_LR = math.log(20.0)
+
+
+@dataclass(frozen=True)
+class PastCase:
+    """An earlier decided case: its P(regression), retriggers (k of n reproduced), facts.
+
+    `p_retriggers` is its posterior from the base rate and retriggers only: the history
+    facts are fitted against it so that a fact never confirms itself.
+    """
+
+    p: float
+    k: int
+    n: int
+    features: Mapping[str, bool] = field(default_factory=dict)
+    p_retriggers: float | None = None
+
+
+@dataclass(frozen=True)
+class RateDistribution:
+    """Beta(a, b) over the chance that a retrigger reproduces the original's failure."""
+
+    a: float
+    b: float
+
+    @property
+    def mean(self) -> float:
+        return self.a / (self.a + self.b)
+
+    def log_likelihood(self, k: int, n: int) -> float:
+        """log P(k of n reproduce), binomial coefficient left out (it cancels)."""
+        return _log_beta(self.a + k, self.b + n - k) - _log_beta(self.a, self.b)
+
+
+@dataclass(frozen=True)
+class Priors:
+    """What the fleet's history says: base rate, retrigger rates, the facts' likelihood ratios."""
+
+    base_rate: float = 0.5
+    flake: RateDistribution = RateDistribution(2.0, 18.0)
+    regression: RateDistribution = RateDistribution(1.6, 0.4)
+    feature_log_lr: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    cases: int = 0  # decided cases fitted from
+
+    def prior_log_odds(self, features: Mapping[str, bool]) -> float:
+        """Log odds of regression before any retrigger."""
+        shift = 0.0
+        for name in FEATURES:
+            if name in features and name in self.feature_log_lr:
+                shift += self.feature_log_lr[name][0 if features[name] else 1]
+        shift = max(-_MAX_HISTORY_LOG_LR, min(_MAX_HISTORY_LOG_LR, shift))
+        return _logit(self.base_rate) + shift
+
+    def retrigger_log_lr(self, k: int, n: int) -> float:
+        return self.regression.log_likelihood(k, n) - self.flake.log_likelihood(k, n)
+
+    def posterior(self, features: Mapping[str, bool], *, k: int, n: int) -> float:
+        """P(regression | history facts, k of n retriggers reproduced)."""
+        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "base_rate": round(self.base_rate, 4),
+            "flake_rate": {"a": round(self.flake.a, 3), "b": round(self.flake.b, 3)},
+            "regression_rate": {
+                "a": round(self.regression.a, 3),
+                "b": round(self.regression.b, 3),
+            },
+            "feature_lr": {
+                name: {"true": round(math.exp(t), 3), "false": round(math.exp(f), 3)}
+                for name, (t, f) in self.feature_log_lr.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class CaseHistory:
+    """The prior evidence of one case, gathered from the store, and the fitted priors."""
+
+    features: Mapping[str, bool] = field(default_factory=dict)
+    priors: Priors = Priors()
+    facts: Mapping[str, Any] = field(default_factory=dict)  # counts behind the features
+
+
+def fit_priors(past: Iterable[PastCase]) -> Priors:
+    """Fit the priors from earlier decided cases, soft-labelled by their P(regression)."""
+    cases = [c for c in past if 0.0 <= c.p <= 1.0 and 0 <= c.k <= c.n]
+    reg = sum(c.p for c in cases)
+    base = (reg + _DEFAULT_BASE[0]) / (len(cases) + sum(_DEFAULT_BASE))
+    flake = _fit_rate([(1.0 - c.p, c.k, c.n) for c in cases], _DEFAULT_FLAKE, _FLAKE_SPREAD)
+    regression = _fit_rate(
+        [(c.p, c.k, c.n) for c in cases], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
+    )
+    lrs: dict[str, tuple[float, float]] = {}
+    for name in FEATURES:
+        seen = [c for c in cases if name in c.features]
+        w_r = sum(_label(c) for c in seen)
+        w_i = len(seen) - w_r
+        on_r = sum(_label(c) for c in seen if c.features[name])
+        on_i = sum(1.0 - _label(c) for c in seen if c.features[name])
+        s = _FEATURE_SMOOTHING
+        p_r = (on_r + s) / (w_r + 2 * s)
+        p_i = (on_i + s) / (w_i + 2 * s)
+        lrs[name] = (_clamp_lr(math.log(p_r / p_i)), _clamp_lr(math.log((1 - p_r) / (1 - p_i))))
+    return Priors(
+        base_rate=base, flake=flake, regression=regression, feature_log_lr=lrs, cases=len(cases)
+    )
+
+
+def _label(case: PastCase) -> float:
+    return case.p if case.p_retriggers is None else case.p_retriggers
+
+
+def _fit_rate(
+    weighted: list[tuple[float, int, int]], default: tuple[float, float], concentration: float
+) -> RateDistribution:
+    """Beta with the pooled reproduction rate (plus a weak default) as its mean.
+
+    The concentration is a fixed modelling choice: fitted from soft-labelled cases it
+    collapsed whenever a few cases were mislabelled (an intermittent regression counted
+    as a flake widens the flake distribution until nothing is ever a regression again).
+    """
+    k0, n0 = default
+    hits = sum(w * k for w, k, _ in weighted) + k0
+    runs = sum(w * n for w, _, n in weighted) + n0
+    mean = min(max(hits / runs, 0.005), 0.995)
+    return RateDistribution(mean * concentration, (1 - mean) * concentration)
+
+
+@dataclass(frozen=True)
+class HistoryPolicy:
+    """Bayesian: P(regression) from history and retriggers, asked for in small waves."""
+
+    name: ClassVar[str] = "history"
+    needs_history: ClassVar[bool] = True
+    rule: ClassVar[str] = (
+        "P(regression) from the fleet's base rate, the case's history facts (open "
+        "intermittent bug, earlier failures, failing streak or clean run on the same "
+        "configuration, other configurations of the push) and the retriggers that "
+        "reproduced a failure line of the original (beta-binomial, rates fitted from "
+        "earlier cases). Regression once P >= upper, intermittent once P <= lower; "
+        "retriggers go out in waves just large enough that the verdict could be due; an "
+        "intermittent verdict needs min_clean_runs retriggers that did not reproduce unless "
+        "every line has an open intermittent bug, and never comes once min_reproductions "
+        "retriggers reproduced; at runs_wanted runs the seed rule decides. An original "
+        "without failure lines is intermittent."
+    )
+    upper: float = 0.98
+    lower: float = 0.05
+    # An intermittent verdict needs at least this many retriggers that did not reproduce,
+    # unless every line has an open intermittent bug: history alone cannot tell a flaky
+    # test from an intermittent regression that has been failing now and then since it
+    # landed, and only retriggers catch those.
+    min_clean_runs: int = 2
+
+    def __post_init__(self) -> None:
+        if self.min_clean_runs < 0:
+            raise ValueError(f"min_clean_runs is negative: {self.min_clean_runs}")
+        if not 0.0 < self.lower < 0.5 < self.upper < 1.0:
+            raise ValueError(
+                "thresholds must satisfy 0 < lower < 0.5 < upper < 1, "
+                f"not {self.lower}, {self.upper}"
+            )
+
+    def decide(self, evidence: CaseEvidence) -> Decision:
+        tally = _tally(evidence)
+        history = evidence.history if isinstance(evidence.history, CaseHistory) else CaseHistory()
+        priors = history.priors
+        facts = _evidence(self, evidence, tally)
+        k, n = len(tally.reproducing), tally.counted
+        in_flight = len(tally.unsettled) + evidence.requested_not_visible
+        if not tally.original_ready:
+            return self._decision(
+                DecisionKind.WAIT, "waiting for the original's failure lines", facts, history, k, n
+            )
+        if not tally.lines:
+            p = 0.0
+            return self._decision(
+                DecisionKind.VERDICT,
+                "the original has no failure line to reproduce",
+                facts,
+                history,
+                k,
+                n,
+                verdict=Verdict.INTERMITTENT,
+                p=p,
+                cancel=_cancellable(evidence.retriggers),
+            )
+        p = priors.posterior(history.features, k=k, n=n)
+        why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced"
+        known_flake = bool(history.features.get("open_bug"))
+        # Never overrule what the seed rule would call a regression with an intermittent:
+        # such a case runs on to runs_wanted, where the seed rule decides.
+        enough = k < evidence.min_reproductions and (
+            known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
+        )
+        if p >= self.upper or (p <= self.lower and enough):
+            verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
+            bound = f">= {self.upper}" if p >= self.upper else f"<= {self.lower}"
+            return self._decision(
+                DecisionKind.VERDICT,
+                f"{why} ({bound})",
+                facts,
+                history,
+                k,
+                n,
+                verdict=verdict,
+                p=p,
+                cancel=_cancellable(evidence.retriggers),
+            )
+        if in_flight:
+            return self._decision(
+                DecisionKind.WAIT,
+                f"{why}; waiting for {_plural(in_flight, 'run')} in flight",
+                facts,
+                history,
+                k,
+                n,
+                p=p,
+            )
+        room = evidence.runs_missing
+        if room == 0:
+            # Every run spent and still unsure: the seed rule decides, so that a case the
+            # model cannot settle is never worse off than under the seed rule.
+            seed = k >= evidence.min_reproductions
+            verdict = Verdict.REGRESSION if seed else Verdict.INTERMITTENT
+            return self._decision(
+                DecisionKind.VERDICT,
+                f"{why}; all {evidence.runs_wanted} runs used, deciding by the seed rule "
+                f"({evidence.min_reproductions} reproductions for a regression)",
+                facts,
+                history,
+                k,
+                n,
+                verdict=verdict,
+                p=p,
+            )
+        wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions)
+        return self._decision(
+            DecisionKind.RETRIGGER,
+            f"{why}; asking for {_plural(wave, 'more run')}",
+            facts,
+            history,
+            k,
+            n,
+            p=p,
+            retriggers=wave,
+        )
+
+    def wave(
+        self,
+        priors: Priors,
+        features: Mapping[str, bool],
+        k: int,
+        n: int,
+        room: int,
+        min_reproductions: int = 2,
+    ) -> int:
+        """The fewest runs after which either unanimous outcome would give a verdict."""
+        floor = 0 if features.get("open_bug") else self.min_clean_runs
+        for size in range(1, room + 1):
+            if priors.posterior(features, k=k + size, n=n + size) >= self.upper or (
+                priors.posterior(features, k=k, n=n + size) <= self.lower and n + size - k >= floor
+            ):
+                return size
+        return room
+
+    def _decision(
+        self,
+        kind: DecisionKind,
+        reason: str,
+        facts: Any,
+        history: CaseHistory,
+        k: int,
+        n: int,
+        *,
+        verdict: Verdict | None = None,
+        p: float | None = None,
+        retriggers: int = 0,
+        cancel: tuple[str, ...] = (),
+    ) -> Decision:
+        priors = history.priors
+        details = {
+            "k": k,
+            "n": n,
+            "features": dict(history.features),
+            "facts": dict(history.facts),
+            "prior_p": round(_sigmoid(priors.prior_log_odds(history.features)), 4),
+            "p_retriggers": round(
+                _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n)), 4
+            ),
+            "thresholds": {
+                "lower": self.lower,
+                "upper": self.upper,
+                "min_clean_runs": self.min_clean_runs,
+            },
+            "priors": priors.to_dict(),
+        }
+        return Decision(
+            kind,
+            reason,
+            facts,
+            retriggers=retriggers,
+            verdict=verdict,
+            cancel=cancel,
+            p_regression=None if p is None else round(p, 4),
+            details=details,
+        )
+
+
+def configured(
+    upper: float | None = None, lower: float | None = None, min_clean_runs: int | None = None
+) -> HistoryPolicy:
+    """The history policy with other thresholds (settings), validated."""
+    base = HistoryPolicy()
+    return replace(
+        base,
+        upper=base.upper if upper is None else upper,
+        lower=base.lower if lower is None else lower,
+        min_clean_runs=base.min_clean_runs if min_clean_runs is None else min_clean_runs,
+    )
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _clamp_lr(value: float) -> float:
+    return max(-_MAX_FEATURE_LOG_LR, min(_MAX_FEATURE_LOG_LR, value))
+
+
+register_policy(HistoryPolicy())

@@ -1,0 +1,228 @@
+"""Prior evidence for a case from the store's own history (the history policy's facts).
+
+Only what sheriff itself stored is read: job rows, their manifests, the observations of
+failed runs (normalised failure lines, trimmed bug suggestions) and earlier decided
+cases. Nothing comes from scenario files or the simulator's truth.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+from sheriff.model.history import CaseHistory, PastCase, Priors, fit_priors
+from sheriff.store.schema import (
+    job,
+    manifest,
+    manifest_set_member,
+    push,
+    run_observation,
+    triage_case,
+)
+
+LOOKBACK_PUSHES = 30  # earlier pushes of the repository looked at for a case
+VERDICTS = ("regression", "intermittent")
+
+
+def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> list[PastCase]:
+    """Earlier cases of the repository decided by the history policy, newest first."""
+    rows = conn.execute(
+        sa.select(triage_case.c.p_regression, triage_case.c.evidence)
+        .join(push, push.c.id == triage_case.c.push_id)
+        .where(
+            push.c.repository_id == repository_id,
+            triage_case.c.state == "decided",
+            triage_case.c.verdict.in_(VERDICTS),
+            triage_case.c.p_regression.is_not(None),
+        )
+        .order_by(triage_case.c.decided_at.desc())
+        .limit(limit)
+    ).all()
+    out = []
+    for p, evidence in rows:
+        details = (evidence or {}).get("history") or {}
+        if "k" not in details or "n" not in details:
+            continue
+        out.append(
+            PastCase(
+                p=float(p),
+                k=int(details["k"]),
+                n=int(details["n"]),
+                features={str(k): bool(v) for k, v in (details.get("features") or {}).items()},
+                p_retriggers=details.get("p_retriggers"),
+            )
+        )
+    return out
+
+
+def fleet_priors(conn: sa.Connection, repository_id: int) -> Priors:
+    """Priors fitted from the repository's earlier decided cases."""
+    return fit_priors(past_cases(conn, repository_id))
+
+
+def test_of(line: str) -> str | None:
+    """The test path of a `TEST-UNEXPECTED-… | path | message` line."""
+    parts = [p.strip() for p in line.split("|")]
+    return parts[1] if len(parts) >= 2 and parts[1] else None
+
+
+@dataclass
+class PushHistory:
+    """Gathers the history of the cases of one push; fits the priors once."""
+
+    conn: sa.Connection
+    push_id: int
+    lookback: int = LOOKBACK_PUSHES
+
+    def __post_init__(self) -> None:
+        row = self.conn.execute(
+            sa.select(push.c.repository_id, push.c.push_time).where(push.c.id == self.push_id)
+        ).one()
+        self.priors = fleet_priors(self.conn, row.repository_id)
+        self.earlier = list(
+            self.conn.execute(
+                sa.select(push.c.id)
+                .where(
+                    push.c.repository_id == row.repository_id,
+                    push.c.push_time < row.push_time,
+                )
+                .order_by(push.c.push_time.desc())
+                .limit(self.lookback)
+            ).scalars()
+        )
+        self.rank = {pid: i for i, pid in enumerate(self.earlier)}  # 0 = latest earlier
+        self.failed = self._failed_runs([self.push_id, *self.earlier])
+        self.lines_of = {r["id"]: r["lines"] for r in self.failed}
+        self.sets_of: dict[str, list[int]] = {}
+
+    def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            sa.select(
+                job.c.id,
+                job.c.push_id,
+                job.c.machine_platform_id,
+                job.c.option_collection,
+                run_observation.c.failure_lines,
+            )
+            .join(run_observation, run_observation.c.job_id == job.c.id)
+            .where(
+                job.c.push_id.in_(list(push_ids)),
+                job.c.result == "testfailed",
+                run_observation.c.failure_lines.is_not(None),
+            )
+        ).mappings()
+        return [{**r, "lines": frozenset(r["failure_lines"] or ())} for r in rows]
+
+    def case(
+        self, original: Mapping[str, Any], observation: Mapping[str, Any] | None
+    ) -> CaseHistory:
+        """The history facts of the case whose failed original run is `original`."""
+        obs = observation or {}
+        lines = tuple(dict.fromkeys(obs.get("failure_lines") or ()))
+        if not lines:
+            return CaseHistory(priors=self.priors)
+        config = (original["machine_platform_id"], original["option_collection"])
+        wanted = set(lines)
+        earlier_with_line = {
+            r["push_id"]
+            for r in self.failed
+            if r["push_id"] != self.push_id and r["lines"] & wanted
+        }
+        other_configs = {
+            (r["machine_platform_id"], r["option_collection"])
+            for r in self.failed
+            if r["push_id"] == self.push_id
+            and r["id"] != original["id"]
+            and (r["machine_platform_id"], r["option_collection"]) != config
+            and r["lines"] & wanted
+        }
+        latest = [self._latest_run(config, line) for line in lines]
+        streak = any(outcome == "failed" for outcome, _ in latest)
+        clean = all(outcome == "clean" for outcome, _ in latest)
+        bugs = _open_bugs(obs.get("bug_suggestions") or ())
+        features = {
+            "open_bug": all(bugs.get(line) for line in lines),
+            "seen_before": bool(earlier_with_line) and not streak,
+            "streak": streak,
+            "clean_before": clean,
+            "other_configs": bool(other_configs),
+        }
+        facts = {
+            "lines": len(lines),
+            "earlier_pushes_with_line": len(earlier_with_line),
+            "earlier_pushes_looked_at": len(self.earlier),
+            "other_configs_with_line": len(other_configs),
+            "latest_same_config": [
+                {"line": line, "outcome": outcome, "pushes_ago": ago}
+                for line, (outcome, ago) in zip(lines, latest, strict=True)
+            ],
+            "open_bugs": sorted({b for ids in bugs.values() for b in ids}),
+        }
+        return CaseHistory(features=features, priors=self.priors, facts=facts)
+
+    def _latest_run(self, config: tuple[int, str], line: str) -> tuple[str, int | None]:
+        """The latest earlier run of this configuration that ran the line's test: failed/clean."""
+        sets = self._sets_running(test_of(line))
+        if not sets or not self.earlier:
+            return "unknown", None
+        rows = self.conn.execute(
+            sa.select(job.c.id, job.c.push_id, job.c.result).where(
+                job.c.push_id.in_(self.earlier),
+                job.c.machine_platform_id == config[0],
+                job.c.option_collection == config[1],
+                job.c.manifest_set_id.in_(sets),
+                job.c.job_kind == "test",
+                job.c.state == "completed",
+                job.c.result.in_(("success", "testfailed")),
+            )
+        ).all()
+        failed = self.lines_of
+        for row in sorted(rows, key=lambda r: self.rank[r.push_id]):
+            if row.result == "success":
+                return "clean", self.rank[row.push_id] + 1
+            if row.id in failed:
+                outcome = "failed" if line in failed[row.id] else "clean"
+                return outcome, self.rank[row.push_id] + 1
+        return "unknown", None
+
+    def _sets_running(self, test: str | None) -> list[int]:
+        """Manifest sets holding a manifest of the test's directory."""
+        if not test or "/" not in test:
+            return []
+        folder = posixpath.dirname(test)
+        if folder not in self.sets_of:
+            self.sets_of[folder] = self._sets_in(folder)
+        return self.sets_of[folder]
+
+    def _sets_in(self, folder: str) -> list[int]:
+        prefix = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/"
+        found = self.conn.execute(
+            sa.select(manifest.c.id, manifest.c.path).where(
+                manifest.c.path.like(prefix + "%", escape="\\")
+            )
+        ).all()
+        ids = [mid for mid, path in found if "/" not in path[len(folder) + 1 :]]
+        if not ids:
+            return []
+        return list(
+            self.conn.execute(
+                sa.select(manifest_set_member.c.manifest_set_id)
+                .distinct()
+                .where(manifest_set_member.c.manifest_id.in_(ids))
+            ).scalars()
+        )
+
+
+def _open_bugs(suggestions: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Normalised line → open intermittent bugs, from the trimmed bug suggestions."""
+    out: dict[str, list[int]] = {}
+    for s in suggestions:
+        ids = [int(b) for b in s.get("open_bugs") or [] if b is not None]
+        for line in failure_lines_from_bug_suggestions([{"search": s.get("search") or ""}]):
+            out.setdefault(line, []).extend(ids)
+    return out

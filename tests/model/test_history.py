@@ -1,0 +1,238 @@
+"""The history policy: its Bayesian model, prior fitting, and the decision at each wave."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+
+import pytest
+
+from sheriff.model import history as history_module
+from sheriff.model.history import (
+    CaseHistory,
+    HistoryPolicy,
+    PastCase,
+    Priors,
+    RateDistribution,
+    configured,
+    fit_priors,
+)
+from sheriff.model.policy import (
+    CaseEvidence,
+    DecisionKind,
+    RunEvidence,
+    UnknownPolicyError,
+    Verdict,
+    get_policy,
+)
+
+A = "TEST-UNEXPECTED-FAIL | dom/a/test_a.html | got <n>, expected <n>"
+OTHER = "TEST-UNEXPECTED-FAIL | dom/z/test_z.html | boom"
+ORIGINAL = RunEvidence("orig", resolved=True, result="testfailed", lines_known=True,
+                       failure_lines=(A,))  # fmt: skip
+POLICY = get_policy("history")
+NEUTRAL = CaseHistory()  # no facts, default priors (P = 0.5 before retriggers)
+
+
+def done(task_id: str, *lines: str) -> RunEvidence:
+    result = "testfailed" if lines else "success"
+    return RunEvidence(task_id, resolved=True, result=result, lines_known=True,
+                       failure_lines=lines, requested_by_sheriff=True)  # fmt: skip
+
+
+def pending(task_id: str) -> RunEvidence:
+    return RunEvidence(task_id, requested_by_sheriff=True)
+
+
+def case(*retriggers: RunEvidence, history: CaseHistory = NEUTRAL, **kw: object) -> CaseEvidence:
+    return CaseEvidence(ORIGINAL, tuple(retriggers), history=history, **kw)  # type: ignore[arg-type]
+
+
+def test_registered_beside_the_seed_family() -> None:
+    assert POLICY.name == "history" and getattr(POLICY, "needs_history", False)
+    assert get_policy("seed").name == "seed"
+    with pytest.raises(UnknownPolicyError, match="history, seed"):
+        get_policy("nope")
+
+
+def test_docstring_example_runs() -> None:
+    result = doctest.testmod(history_module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# -- the model ---------------------------------------------------------------------------
+
+
+def test_beta_binomial_likelihood_matches_a_direct_sum() -> None:
+    rate = RateDistribution(2.0, 3.0)
+    # P(k=1 of 2, in a given order) = E[f (1 - f)] = a b / ((a + b)(a + b + 1))
+    assert math.exp(rate.log_likelihood(1, 2)) == pytest.approx(2 * 3 / (5 * 6))
+    assert rate.log_likelihood(0, 0) == 0.0
+
+
+def test_reproductions_raise_and_clean_runs_lower_the_probability() -> None:
+    priors = Priors()
+    p0 = priors.posterior({}, k=0, n=0)
+    assert p0 == pytest.approx(0.5)
+    assert priors.posterior({}, k=1, n=1) > 0.85
+    assert priors.posterior({}, k=0, n=1) < p0
+    assert priors.posterior({}, k=0, n=3) < priors.posterior({}, k=0, n=1)
+
+
+def test_unfitted_priors_are_weak_defaults() -> None:
+    priors = fit_priors([])
+    assert priors.cases == 0 and priors.base_rate == 0.5
+    assert priors.flake.mean == pytest.approx(0.1)
+    assert all(lr == (0.0, 0.0) for lr in priors.feature_log_lr.values())
+
+
+def test_priors_are_fitted_from_past_cases() -> None:
+    flakes = [PastCase(p=0.01, k=0, n=3, features={"open_bug": True}) for _ in range(30)]
+    regressions = [PastCase(p=0.99, k=2, n=2, features={"open_bug": False}) for _ in range(10)]
+    priors = fit_priors(flakes + regressions)
+    assert priors.cases == 40
+    assert priors.base_rate == pytest.approx((10 * 0.99 + 30 * 0.01 + 1) / 42)
+    assert priors.flake.mean < 0.05  # 90 runs of flakes, none reproduced
+    assert priors.regression.mean > 0.8
+    on, off = priors.feature_log_lr["open_bug"]
+    assert on < 0 < off  # an open intermittent bug speaks for a flake
+
+
+def test_a_fact_is_fitted_against_the_retrigger_only_probability() -> None:
+    def past(p_retriggers: float | None) -> list[PastCase]:
+        return [
+            PastCase(p=0.99, k=1, n=1, features={"streak": True}, p_retriggers=p_retriggers)
+        ] * 20 + [
+            PastCase(p=0.01, k=0, n=2, features={"streak": False}, p_retriggers=p_retriggers)
+        ] * 20
+
+    # Labelled by the final p, which the fact itself helped make, it looks decisive...
+    assert fit_priors(past(None)).feature_log_lr["streak"][0] == pytest.approx(math.log(5.0))
+    # ...labelled by what the retriggers alone said, it says nothing here.
+    assert abs(fit_priors(past(0.5)).feature_log_lr["streak"][0]) < 0.05
+
+
+def test_history_cannot_outweigh_retriggers_alone() -> None:
+    strong = {name: (5.0, 5.0) for name in history_module.FEATURES}
+    priors = Priors(feature_log_lr=strong)
+    features = dict.fromkeys(history_module.FEATURES, True)
+    assert priors.prior_log_odds(features) == pytest.approx(math.log(20.0))
+
+
+# -- the decision at each wave -------------------------------------------------------------
+
+
+def test_waits_for_the_original_lines() -> None:
+    unparsed = RunEvidence("orig", resolved=True, result="testfailed")
+    decision = POLICY.decide(CaseEvidence(unparsed, history=NEUTRAL))
+    assert decision.kind is DecisionKind.WAIT and "original" in decision.reason
+    assert decision.p_regression is None
+
+
+def test_first_wave_without_history_is_small() -> None:
+    decision = POLICY.decide(case())
+    assert decision.kind is DecisionKind.RETRIGGER
+    assert 1 <= decision.retriggers < 5
+    assert decision.p_regression == pytest.approx(0.5)
+    # just enough: one run fewer could not have decided either way
+    priors, size = Priors(), decision.retriggers
+    assert priors.posterior({}, k=size - 1, n=size - 1) < POLICY.upper
+    assert priors.posterior({}, k=0, n=size - 1) > POLICY.lower or size - 1 < 2
+
+
+def test_waits_while_the_wave_is_in_flight() -> None:
+    decision = POLICY.decide(case(pending("r1"), pending("r2")))
+    assert decision.kind is DecisionKind.WAIT and "2 runs in flight" in decision.reason
+    decision = POLICY.decide(case(requested_not_visible=1))
+    assert decision.kind is DecisionKind.WAIT
+
+
+def test_reproductions_make_a_regression_and_cancel_what_is_left() -> None:
+    runs = (done("r1", A), done("r2", A), done("r3", A), pending("r4"))
+    decision = POLICY.decide(case(*runs))
+    assert decision.kind is DecisionKind.VERDICT and decision.verdict is Verdict.REGRESSION
+    assert decision.p_regression >= POLICY.upper
+    assert decision.cancel == ("r4",)
+
+
+def test_clean_runs_make_an_intermittent_only_after_min_clean_runs() -> None:
+    priors = Priors(base_rate=0.01)  # the fleet says nearly every case is a flake
+    history = CaseHistory(priors=priors)
+    assert POLICY.decide(case(history=history)).kind is DecisionKind.RETRIGGER
+    one = POLICY.decide(case(done("r1"), history=history))
+    assert one.kind is DecisionKind.RETRIGGER and one.p_regression <= POLICY.lower
+    two = POLICY.decide(case(done("r1"), done("r2"), history=history))
+    assert two.verdict is Verdict.INTERMITTENT
+
+
+def test_an_open_intermittent_bug_may_decide_without_retriggers() -> None:
+    priors = Priors(base_rate=0.2, feature_log_lr={"open_bug": (math.log(0.05), 0.0)})
+    history = CaseHistory(features={"open_bug": True}, priors=priors)
+    decision = POLICY.decide(case(history=history))
+    assert decision.verdict is Verdict.INTERMITTENT
+    assert decision.p_regression <= POLICY.lower
+
+
+def test_a_failing_streak_and_other_configurations_speed_up_a_regression() -> None:
+    lrs = {"streak": (math.log(5.0), 0.0), "other_configs": (math.log(4.0), 0.0)}
+    history = CaseHistory(features={"streak": True, "other_configs": True},
+                          priors=Priors(feature_log_lr=lrs))  # fmt: skip
+    neutral_first = POLICY.decide(case(done("r1", A)))
+    informed_first = POLICY.decide(case(done("r1", A), history=history))
+    assert informed_first.p_regression > neutral_first.p_regression
+    assert informed_first.verdict is Verdict.REGRESSION
+
+
+def test_at_the_cap_the_seed_rule_decides() -> None:
+    runs = [done("r1", A), done("r2", A), done("r3"), done("r4"), done("r5")]
+    history = CaseHistory(priors=Priors(base_rate=0.05))
+    decision = POLICY.decide(case(*runs, history=history))
+    assert decision.kind is DecisionKind.VERDICT and decision.verdict is Verdict.REGRESSION
+    assert "seed rule" in decision.reason
+    runs[1] = done("r2", OTHER)
+    assert POLICY.decide(case(*runs, history=history)).verdict is Verdict.INTERMITTENT
+
+
+def test_never_asks_beyond_runs_wanted() -> None:
+    decision = POLICY.decide(case(done("r1"), runs_wanted=3))
+    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 1
+
+
+def test_an_original_without_lines_is_intermittent() -> None:
+    bare = RunEvidence("orig", resolved=True, result="testfailed", lines_known=True)
+    decision = POLICY.decide(CaseEvidence(bare, history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT
+
+
+def test_evidence_says_why() -> None:
+    history = CaseHistory(features={"open_bug": False}, facts={"earlier_pushes_with_line": 0})
+    decision = POLICY.decide(case(done("r1", A), pending("r2"), history=history))
+    data = json.loads(json.dumps(decision.to_dict()))
+    assert data["p_regression"] == decision.p_regression
+    h = data["history"]
+    assert h["k"] == 1 and h["n"] == 1 and h["features"] == {"open_bug": False}
+    assert h["facts"] == {"earlier_pushes_with_line": 0}
+    assert h["thresholds"] == {"lower": 0.05, "upper": 0.98, "min_clean_runs": 2}
+    assert h["priors"]["cases"] == 0 and "P(regression)" in data["reason"]
+
+
+def test_seed_decisions_are_unchanged_in_form() -> None:
+    data = get_policy("seed").decide(case()).to_dict()
+    assert "p_regression" not in data and "history" not in data
+
+
+@pytest.mark.parametrize(
+    "bad", [{"upper": 0.4}, {"lower": 0.6}, {"lower": 0.0}, {"min_clean_runs": -1}]
+)
+def test_bad_thresholds_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        configured(**bad)  # type: ignore[arg-type]
+
+
+def test_configured_thresholds_apply() -> None:
+    strict = configured(upper=0.999)
+    assert isinstance(strict, HistoryPolicy) and strict.upper == 0.999
+    runs = (done("r1", A), done("r2", A), done("r3", A))
+    assert POLICY.decide(case(*runs)).kind is DecisionKind.VERDICT
+    assert strict.decide(case(*runs)).kind is DecisionKind.RETRIGGER
