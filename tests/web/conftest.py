@@ -6,12 +6,15 @@ loopback port (a thread of the test process) and hands back its base URL.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,7 +35,10 @@ from sheriff.store.schema import (
     triage_case,
 )
 from sheriff.web import create_app
+from tests.conftest import IN_CI
 from tests.factories import make_task, new_task_id
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 A, B, C = "dom/base/test/browser.toml", "layout/test/browser.toml", "netwerk/test/browser.toml"
 TESTS = {
@@ -288,3 +294,30 @@ def serve(engine: Engine) -> Iterator[Any]:
         client.close()
     for server in servers:
         server.__exit__()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's chromium, headless, driven by Playwright; skips (fails under CI) without it."""
+    if CHROMIUM is None:
+        reason = "Debian's chromium is not installed (apt-get install -y chromium)"
+        if IN_CI:
+            pytest.fail(f"{reason}; CI=true: the browser tests must run")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """Where a browser test saves screenshots: $SHERIFF_TEST_ARTIFACTS/<module>, else tmp."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    root = Path(os.environ.get("SHERIFF_TEST_ARTIFACTS", tmp_path)) / name
+    root.mkdir(parents=True, exist_ok=True)
+    return root

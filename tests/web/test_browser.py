@@ -1,51 +1,22 @@
 """The dashboard in a real browser: Playwright driving Debian's chromium, headless.
 
-A sheriff follows a regression: pushes → the push → the failed job → similar jobs → the
-backfill report with its culprit. Screenshots go to $SHERIFF_TEST_ARTIFACTS/browser (else
-pytest's temporary directory). Without chromium the tests skip, except under CI=true.
+A sheriff follows a regression through `build_world`'s data: pushes → the push → the
+failed job → similar jobs → the backfill report with its culprit; keyboard focus and a
+retrigger from the page. test_browser_sim.py does the same after a played scenario.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from sheriff.web import create_app
-from tests.conftest import IN_CI
 from tests.web.conftest import LiveServer, World, build_world, offline_settings, revision
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TOKEN = "browser-t0ken"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if CHROMIUM is None:
-        reason = "Debian's chromium is not installed (apt-get install -y chromium)"
-        if IN_CI:
-            pytest.fail(f"{reason}; CI=true: the browser tests must run")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
-        )
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path) -> Path:
-    root = Path(os.environ.get("SHERIFF_TEST_ARTIFACTS", tmp_path)) / "browser"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 @pytest.fixture

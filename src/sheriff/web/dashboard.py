@@ -113,6 +113,11 @@ def push_page(request: Request, conn: Conn, repo: RepoName, revision: Revision) 
     )
 
 
+def _is_retrigger(run: dict[str, Any]) -> bool:
+    # `retrigger` and `retrigger-multiple` both clone the task on its own push.
+    return (run["action"] or "").startswith("retrigger")
+
+
 def _line_matrix(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each failure line seen on any run, the original's first, with where it showed."""
     original = next((r for r in runs if not r["action"]), runs[0] if runs else None)
@@ -126,7 +131,7 @@ def _line_matrix(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         again = sum(
             1
             for run, hit in zip(runs, seen, strict=True)
-            if hit and run is not original and run["action"] == "retrigger"
+            if hit and run is not original and _is_retrigger(run)
         )
         matrix.append(
             {

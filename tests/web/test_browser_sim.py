@@ -1,0 +1,101 @@
+"""After `sheriff sim run` of small.yaml, a sheriff follows a regression in the browser:
+pushes → the push → its failed job → similar jobs → the backfill report → the culprit.
+
+The scenario is played once for the module (the same `play` as `sheriff sim run`) into a
+SQLite file; screenshots go to $SHERIFF_TEST_ARTIFACTS/browser-sim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sheriff.store.db import open_database
+from sheriff.web import create_app
+from tests.web.conftest import LiveServer, offline_settings
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory, scenarios_dir: Path) -> Iterator[str]:
+    """A live server over the database a play of small.yaml left behind."""
+    from sheriff.triage.simrun import play
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('sim') / 'sheriff.db'}"
+    play(scenarios_dir / "small.yaml", policy="seed", database_url=url)
+    engine = open_database(url)
+    with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
+        yield server.url
+    engine.dispose()
+
+
+def _report_with_culprit(base: str) -> dict[str, Any]:
+    reports = httpx.get(f"{base}/api/backfills", params={"status": "culprit"}).json()["results"]
+    assert reports, "small.yaml has regressions: sheriff must have named a culprit"
+    return reports[0]
+
+
+def test_follow_a_played_regression_to_its_culprit(browser, played, artifacts) -> None:
+    from playwright.sync_api import expect
+
+    report = _report_with_culprit(played)
+    seen_on, culprit, job_id = report["revision"], report["culprit_revision"], report["job_id"]
+    task_id = _task_of(played, job_id)
+
+    def snap(page: Any, name: str) -> None:
+        page.screenshot(path=artifacts / name, full_page=True)
+
+    page = browser.new_page()
+    page.goto(played + "/")
+    rows = page.locator("table.pushes tbody tr")
+    expect(rows).to_have_count(30)
+    regression_row = rows.filter(has=page.get_by_role("link", name=seen_on[:12]))
+    expect(regression_row).to_contain_text("regression")
+    snap(page, "1-pushes.png")
+
+    regression_row.get_by_role("link", name=seen_on[:12]).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(seen_on[:12])
+    job_link = page.locator(f'a[href="/autoland/jobs/{job_id}/"]')
+    job_row = page.get_by_role("row").filter(has=job_link)
+    expect(job_row).to_contain_text("regression")
+    snap(page, "2-push.png")
+
+    job_link.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(report["label"])
+    expect(page.locator(".verdict-line")).to_contain_text("regression")
+    expect(page.locator("table.matrix")).to_contain_text("reproduced in")
+    expect(page.get_by_role("link", name="in Treeherder", exact=True)).to_have_attribute(
+        "href",
+        f"https://treeherder.example/jobs?repo=autoland&revision={seen_on}"
+        f"&selectedTaskRun={task_id}.0",
+    )
+    snap(page, "3-job.png")
+
+    page.get_by_role("link", name="Similar jobs: what a backfill schedules").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Similar jobs")
+    expect(page.locator("tr.current")).to_contain_text("(this job)")
+    expect(page.get_by_role("heading", name=f"Push {seen_on[:12]}")).to_be_visible()
+    snap(page, "4-similar.png")
+
+    page.go_back()
+    page.get_by_role("link", name=f"Backfill report {report['id']}").click()
+    strip = page.get_by_role("list", name="Suspect range, oldest push first").first
+    marked = strip.locator("li.is-culprit")
+    expect(marked).to_have_count(1)
+    expect(marked).to_contain_text(culprit[:12])
+    expect(marked).to_contain_text("failing")
+    snap(page, "5-backfill.png")
+
+    page.locator("dl.facts").get_by_role("link", name=f"push {culprit[:12]}").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(culprit[:12])
+    snap(page, "6-culprit.png")
+    page.close()
+
+
+def _task_of(base: str, job_id: int) -> str:
+    return httpx.get(f"{base}/api/project/autoland/jobs/{job_id}/").json()["job"]["task_id"]
