@@ -1,0 +1,81 @@
+"""The Treeherder client: retries, one-line errors, the shapes it unpacks."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from sheriff.ci.treeherder import Treeherder, TreeherderError, TreeherderUnavailable, parse_status
+
+
+def _client(handler) -> Treeherder:
+    return Treeherder(
+        "https://treeherder.example", transport=httpx.MockTransport(handler), backoff_seconds=0
+    )
+
+
+def test_retries_5xx_and_429_then_answers() -> None:
+    answers = iter([503, 429, 200])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        status = next(answers)
+        return httpx.Response(status, json=[{"search": "x"}] if status == 200 else {})
+
+    client = _client(handler)
+    assert client.bug_suggestions("autoland", 7) == [{"search": "x"}]
+    assert client.requests == 3
+
+
+def test_gives_up_with_one_line_after_the_retries() -> None:
+    client = _client(lambda request: httpx.Response(502))
+    with pytest.raises(TreeherderUnavailable, match="HTTP 502 after 5 retries") as info:
+        client.log_urls("autoland", 1)
+    assert "\n" not in str(info.value)
+
+
+def test_a_404_is_not_retried() -> None:
+    calls = []
+
+    def handler(request):
+        calls.append(request)
+        return httpx.Response(404, text="Not found")
+
+    with pytest.raises(TreeherderError, match="HTTP 404"):
+        _client(handler).bug_suggestions("autoland", 1)
+    assert len(calls) == 1
+
+
+def test_jobs_of_a_task_are_zipped_with_the_property_names() -> None:
+    def handler(request):
+        assert request.url.params["task_id"] == "abc"
+        return httpx.Response(
+            200,
+            json={
+                "results": [[4, 123, 0]],
+                "job_property_names": ["failure_classification_id", "id", "retry_id"],
+            },
+        )
+
+    assert _client(handler).jobs_of_task("abc") == [
+        {"failure_classification_id": 4, "id": 123, "retry_id": 0}
+    ]
+
+
+def test_pushes_page_backwards_through_the_window() -> None:
+    pages = {None: [{"id": i} for i in range(200, 100, -1)], "101": [{"id": 100}]}
+
+    def handler(request):
+        return httpx.Response(200, json={"results": pages[request.url.params.get("id__lt")]})
+
+    assert [p["id"] for p in _client(handler).pushes("autoland", since=0, until=1)] == list(
+        range(200, 99, -1)
+    )
+
+
+def test_parse_status_reads_the_main_log() -> None:
+    urls = [
+        {"name": "errorsummary_json", "parse_status": "parsed"},
+        {"name": "live_backing_log", "parse_status": "pending"},
+    ]
+    assert parse_status(urls) == "pending"
+    assert parse_status([]) is None
