@@ -321,3 +321,13 @@ def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     root = Path(os.environ.get("SHERIFF_TEST_ARTIFACTS", tmp_path)) / name
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+@pytest.fixture(scope="session")
+def played_database(tmp_path_factory: pytest.TempPathFactory, scenarios_dir: Path) -> str:
+    """URL of a SQLite database left by playing small.yaml (what `sheriff sim run` does)."""
+    from sheriff.triage.simrun import play
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('played') / 'sheriff.db'}"
+    play(scenarios_dir / "small.yaml", policy="seed", database_url=url)
+    return url

@@ -1,14 +1,13 @@
 """After `sheriff sim run` of small.yaml, a sheriff follows a regression in the browser:
 pushes → the push → its failed job → similar jobs → the backfill report → the culprit.
 
-The scenario is played once for the module (the same `play` as `sheriff sim run`) into a
-SQLite file; screenshots go to $SHERIFF_TEST_ARTIFACTS/browser-sim.
+The scenario is played once per test session (`played_database`, the same `play` as
+`sheriff sim run`) into a SQLite file; screenshots go to $SHERIFF_TEST_ARTIFACTS/browser-sim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,13 +21,9 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory, scenarios_dir: Path) -> Iterator[str]:
+def played(played_database: str) -> Iterator[str]:
     """A live server over the database a play of small.yaml left behind."""
-    from sheriff.triage.simrun import play
-
-    url = f"sqlite:///{tmp_path_factory.mktemp('sim') / 'sheriff.db'}"
-    play(scenarios_dir / "small.yaml", policy="seed", database_url=url)
-    engine = open_database(url)
+    engine = open_database(played_database)
     with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
         yield server.url
     engine.dispose()
