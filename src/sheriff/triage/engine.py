@@ -21,7 +21,7 @@ from sheriff.actions import log as request_log
 from sheriff.actions.protocol import ActionsProtocol
 from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
 from sheriff.backfill import from_settings as backfill_from_settings
-from sheriff.backfill.reports import OPEN_RECORD_STATUSES
+from sheriff.backfill.status import pushes_to_watch
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
@@ -30,7 +30,7 @@ from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_grou
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs
-from sheriff.store.schema import backfill_record, job, job_type, push, repository, triage_case
+from sheriff.store.schema import job, job_type, push, repository, triage_case
 from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
 from sheriff.triage.observe import Observer, RunRef, latest_runs
 
@@ -353,12 +353,5 @@ def backfill_settings_of(settings: Settings, strategy: str | None) -> BackfillSe
 
 
 def backfill_pushes(conn: sa.Connection) -> set[int]:
-    """Pushes an open backfill record searches: their task groups gain backfilled runs."""
-    pushes: set[int] = set()
-    for context in conn.execute(
-        sa.select(backfill_record.c.context).where(
-            backfill_record.c.status.in_(OPEN_RECORD_STATUSES)
-        )
-    ).scalars():
-        pushes.update(int(p) for p in (context or {}).get("window") or [])
-    return pushes
+    """Pushes whose task groups gain backfilled runs that open backfill records wait for."""
+    return {watched["push_id"] for watched in pushes_to_watch(conn)}
