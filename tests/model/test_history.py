@@ -102,15 +102,16 @@ def test_priors_are_fitted_from_past_cases() -> None:
 def test_a_fact_is_fitted_against_the_retrigger_only_probability() -> None:
     def past(p_retriggers: float | None) -> list[PastCase]:
         return [
-            PastCase(p=0.99, k=1, n=1, features={"streak": True}, p_retriggers=p_retriggers)
+            PastCase(p=0.99, k=1, n=1, features={"seen_before": True}, p_retriggers=p_retriggers)
         ] * 20 + [
-            PastCase(p=0.01, k=0, n=2, features={"streak": False}, p_retriggers=p_retriggers)
+            PastCase(p=0.01, k=0, n=2, features={"seen_before": False}, p_retriggers=p_retriggers)
         ] * 20
 
     # Labelled by the final p, which the fact itself helped make, it looks decisive...
-    assert fit_priors(past(None)).feature_log_lr["streak"][0] == pytest.approx(math.log(5.0))
-    # ...labelled by what the retriggers alone said, it says nothing here.
-    assert abs(fit_priors(past(0.5)).feature_log_lr["streak"][0]) < 0.05
+    fitted = fit_priors(past(None)).feature_log_lr["seen_before"][0]
+    assert fitted == pytest.approx(math.log(5.0))
+    # ...labelled by what the runs alone said, it says nothing here.
+    assert abs(fit_priors(past(0.5)).feature_log_lr["seen_before"][0]) < 0.05
 
 
 def test_history_cannot_outweigh_retriggers_alone() -> None:
@@ -174,14 +175,35 @@ def test_an_open_intermittent_bug_may_decide_without_retriggers() -> None:
     assert decision.p_regression <= POLICY.lower
 
 
-def test_a_failing_streak_and_other_configurations_speed_up_a_regression() -> None:
-    lrs = {"streak": (math.log(5.0), 0.0), "other_configs": (math.log(4.0), 0.0)}
-    history = CaseHistory(features={"streak": True, "other_configs": True},
-                          priors=Priors(feature_log_lr=lrs))  # fmt: skip
+def test_another_configuration_failing_speeds_up_a_regression() -> None:
+    lrs = {"other_configs": (math.log(8.0), 0.0)}
+    history = CaseHistory(features={"other_configs": True}, priors=Priors(feature_log_lr=lrs))
     neutral_first = POLICY.decide(case(done("r1", A)))
     informed_first = POLICY.decide(case(done("r1", A), history=history))
     assert informed_first.p_regression > neutral_first.p_regression
     assert informed_first.verdict is Verdict.REGRESSION
+
+
+def test_earlier_runs_on_the_configuration_tell_a_regression_from_a_flake() -> None:
+    priors = Priors()
+    clean_then_failing = (False,) * 6 + (True, True, True)
+    scattered = (True,) + (False,) * 5 + (True,) + (False,) * 5
+    assert priors.posterior({}, k=0, n=0, runs=clean_then_failing) > 0.95
+    assert priors.posterior({}, k=0, n=0, runs=scattered) < 0.3  # prior 0.5
+    # a streak: a regression on the first reproduction
+    history = CaseHistory(runs=clean_then_failing)
+    assert POLICY.decide(case(done("r1", A), history=history)).verdict is Verdict.REGRESSION
+    # scattered failures: two clean retriggers settle it as a flake
+    history = CaseHistory(runs=scattered)
+    decision = POLICY.decide(case(done("r1"), done("r2"), history=history))
+    assert decision.verdict is Verdict.INTERMITTENT
+    assert decision.to_dict()["history"]["runs_before"] == [int(r) for r in scattered]
+
+
+def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
+    priors = Priors()
+    clean = (False,) * 12
+    assert priors.posterior({}, k=1, n=1, runs=clean) >= priors.posterior({}, k=1, n=1) - 0.01
 
 
 def test_at_the_cap_the_seed_rule_decides() -> None:

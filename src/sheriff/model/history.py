@@ -26,7 +26,7 @@ never exceeds `runs_wanted` runs; there the seed rule decides. See docs/history-
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -56,8 +56,6 @@ __all__ = [
 FEATURES = (
     "open_bug",  # every failure line has an open intermittent bug in the bug suggestions
     "seen_before",  # a line showed on an earlier push (any configuration), no streak
-    "streak",  # the latest earlier run of this configuration that ran the test showed it
-    "clean_before",  # the latest earlier run of this configuration that ran the test passed it
     "other_configs",  # another configuration on the same push showed a line of the original
 )
 
@@ -68,6 +66,9 @@ _DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
 # Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
 # regression's anywhere from "sometimes" (an intermittent regression) to always.
 _FLAKE_SPREAD = 20.0
+# Before a regression the test is one of many, nearly all never flaky: its chance to fail
+# a run is the flake rate divided by this.
+_RARITY = 10.0
 _REGRESSION_SPREAD = 2.0
 _FEATURE_SMOOTHING = 0.5  # Jeffreys
 # Naive Bayes is overconfident on correlated facts: each fact, and all of them together,
@@ -126,12 +127,41 @@ class Priors:
         shift = max(-_MAX_HISTORY_LOG_LR, min(_MAX_HISTORY_LOG_LR, shift))
         return _logit(self.base_rate) + shift
 
-    def retrigger_log_lr(self, k: int, n: int) -> float:
-        return self.regression.log_likelihood(k, n) - self.flake.log_likelihood(k, n)
+    def retrigger_log_lr(self, k: int, n: int, runs: Sequence[bool] = ()) -> float:
+        """Log likelihood ratio R:I of the retriggers and the earlier runs of the test.
 
-    def posterior(self, features: Mapping[str, bool], *, k: int, n: int) -> float:
-        """P(regression | history facts, k of n retriggers reproduced)."""
-        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n))
+        `runs` are the earlier runs of the test on the same configuration, oldest first
+        (True: showed the line). Under I they share the flaky test's rate with the
+        retriggers. Under R the regression began after an unknown number c of them (half the
+        weight on c = m, this push): the runs before fail like any test, the runs after and the
+        retriggers at the regression's rate. So a test clean until lately and failing
+        since looks like a regression; failures scattered over clean runs like a flake.
+        """
+        m, hits = len(runs), sum(runs)
+        intermittent = self.flake.log_likelihood(k + hits, n + m)
+        before = RateDistribution(self.flake.a, self.flake.b + self.flake.a * _RARITY)
+        terms = []
+        for c in range(m + 1):
+            k_pre = sum(runs[:c])
+            terms.append(
+                before.log_likelihood(k_pre, c)
+                + self.regression.log_likelihood(k + hits - k_pre, n + m - c)
+            )
+        # Half the weight on "it began on this push" (what a regression case usually is),
+        # the other half spread over the earlier runs.
+        if m:
+            regression = _log_add(
+                math.log(0.5) + terms[m], math.log(0.5) + _log_mean_exp(terms[:m])
+            )
+        else:
+            regression = terms[0]
+        return regression - intermittent
+
+    def posterior(
+        self, features: Mapping[str, bool], *, k: int, n: int, runs: Sequence[bool] = ()
+    ) -> float:
+        """P(regression | history facts, earlier runs, k of n retriggers reproduced)."""
+        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n, runs))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +186,8 @@ class CaseHistory:
     features: Mapping[str, bool] = field(default_factory=dict)
     priors: Priors = Priors()
     facts: Mapping[str, Any] = field(default_factory=dict)  # counts behind the features
+    # Earlier runs of the test on the same configuration, oldest first: showed the line?
+    runs: tuple[bool, ...] = ()
 
 
 def fit_priors(past: Iterable[PastCase]) -> Priors:
@@ -262,7 +294,8 @@ class HistoryPolicy:
                 p=p,
                 cancel=_cancellable(evidence.retriggers),
             )
-        p = priors.posterior(history.features, k=k, n=n)
+        runs = history.runs
+        p = priors.posterior(history.features, k=k, n=n, runs=runs)
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced"
         known_flake = bool(history.features.get("open_bug"))
         # Never overrule what the seed rule would call a regression with an intermittent:
@@ -311,7 +344,7 @@ class HistoryPolicy:
                 verdict=verdict,
                 p=p,
             )
-        wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions)
+        wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions, runs)
         return self._decision(
             DecisionKind.RETRIGGER,
             f"{why}; asking for {_plural(wave, 'more run')}",
@@ -331,13 +364,15 @@ class HistoryPolicy:
         n: int,
         room: int,
         min_reproductions: int = 2,
+        runs: Sequence[bool] = (),
     ) -> int:
         """The fewest runs after which either unanimous outcome would give a verdict."""
         floor = 0 if features.get("open_bug") else self.min_clean_runs
         for size in range(1, room + 1):
-            if priors.posterior(features, k=k + size, n=n + size) >= self.upper or (
-                priors.posterior(features, k=k, n=n + size) <= self.lower and n + size - k >= floor
-            ):
+            up = priors.posterior(features, k=k + size, n=n + size, runs=runs)
+            down = priors.posterior(features, k=k, n=n + size, runs=runs)
+            clean_enough = n + size - k >= floor and k < min_reproductions
+            if up >= self.upper or (down <= self.lower and clean_enough):
                 return size
         return room
 
@@ -362,8 +397,10 @@ class HistoryPolicy:
             "features": dict(history.features),
             "facts": dict(history.facts),
             "prior_p": round(_sigmoid(priors.prior_log_odds(history.features)), 4),
+            "runs_before": [int(r) for r in history.runs],
             "p_retriggers": round(
-                _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n)), 4
+                _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n, history.runs)),
+                4,
             ),
             "thresholds": {
                 "lower": self.lower,
@@ -395,6 +432,16 @@ def configured(
         lower=base.lower if lower is None else lower,
         min_clean_runs=base.min_clean_runs if min_clean_runs is None else min_clean_runs,
     )
+
+
+def _log_mean_exp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values) / len(values))
+
+
+def _log_add(x: float, y: float) -> float:
+    top = max(x, y)
+    return top + math.log(math.exp(x - top) + math.exp(y - top))
 
 
 def _log_beta(a: float, b: float) -> float:

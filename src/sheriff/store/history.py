@@ -26,6 +26,7 @@ from sheriff.store.schema import (
 )
 
 LOOKBACK_PUSHES = 30  # earlier pushes of the repository looked at for a case
+RUNS_LOOKED_AT = 12  # latest earlier runs of the test on the same configuration
 VERDICTS = ("regression", "intermittent")
 
 
@@ -65,7 +66,7 @@ def fleet_priors(conn: sa.Connection, repository_id: int) -> Priors:
     return fit_priors(past_cases(conn, repository_id))
 
 
-def test_of(line: str) -> str | None:
+def failing_test(line: str) -> str | None:
     """The test path of a `TEST-UNEXPECTED-… | path | message` line."""
     parts = [p.strip() for p in line.split("|")]
     return parts[1] if len(parts) >= 2 and parts[1] else None
@@ -141,15 +142,16 @@ class PushHistory:
             and (r["machine_platform_id"], r["option_collection"]) != config
             and r["lines"] & wanted
         }
-        latest = [self._latest_run(config, line) for line in lines]
-        streak = any(outcome == "failed" for outcome, _ in latest)
-        clean = all(outcome == "clean" for outcome, _ in latest)
+        before = {line: self._runs_before(config, line) for line in lines}
+        # The line whose test failed most on this configuration lately speaks for the case.
+        worst = max(lines, key=lambda line: sum(shown for shown, _ in before[line]))
+        runs = tuple(shown for shown, _ in reversed(before[worst]))
+        latest = {line: before[line][0] if before[line] else None for line in lines}
         bugs = _open_bugs(obs.get("bug_suggestions") or ())
+        streak = any(r is not None and r[0] for r in latest.values())
         features = {
             "open_bug": all(bugs.get(line) for line in lines),
             "seen_before": bool(earlier_with_line) and not streak,
-            "streak": streak,
-            "clean_before": clean,
             "other_configs": bool(other_configs),
         }
         facts = {
@@ -157,19 +159,30 @@ class PushHistory:
             "earlier_pushes_with_line": len(earlier_with_line),
             "earlier_pushes_looked_at": len(self.earlier),
             "other_configs_with_line": len(other_configs),
-            "latest_same_config": [
-                {"line": line, "outcome": outcome, "pushes_ago": ago}
-                for line, (outcome, ago) in zip(lines, latest, strict=True)
+            "same_config_runs": [
+                {
+                    "line": line,
+                    "runs": len(before[line]),
+                    "showed_line": sum(shown for shown, _ in before[line]),
+                    "latest": None
+                    if latest[line] is None
+                    else {"showed_line": latest[line][0], "pushes_ago": latest[line][1]},
+                }
+                for line in lines
             ],
             "open_bugs": sorted({b for ids in bugs.values() for b in ids}),
         }
-        return CaseHistory(features=features, priors=self.priors, facts=facts)
+        return CaseHistory(features=features, priors=self.priors, facts=facts, runs=runs)
 
-    def _latest_run(self, config: tuple[int, str], line: str) -> tuple[str, int | None]:
-        """The latest earlier run of this configuration that ran the line's test: failed/clean."""
-        sets = self._sets_running(test_of(line))
+    def _runs_before(self, config: tuple[int, str], line: str) -> list[tuple[bool, int]]:
+        """Earlier runs of this configuration that ran the line's test, newest first.
+
+        Each is (showed the line, pushes ago); a failed run whose lines are not known yet
+        is left out.
+        """
+        sets = self._sets_running(failing_test(line))
         if not sets or not self.earlier:
-            return "unknown", None
+            return []
         rows = self.conn.execute(
             sa.select(job.c.id, job.c.push_id, job.c.result).where(
                 job.c.push_id.in_(self.earlier),
@@ -181,14 +194,14 @@ class PushHistory:
                 job.c.result.in_(("success", "testfailed")),
             )
         ).all()
-        failed = self.lines_of
-        for row in sorted(rows, key=lambda r: self.rank[r.push_id]):
+        out = []
+        for row in sorted(rows, key=lambda r: (self.rank[r.push_id], -r.id)):
+            ago = self.rank[row.push_id] + 1
             if row.result == "success":
-                return "clean", self.rank[row.push_id] + 1
-            if row.id in failed:
-                outcome = "failed" if line in failed[row.id] else "clean"
-                return outcome, self.rank[row.push_id] + 1
-        return "unknown", None
+                out.append((False, ago))
+            elif row.id in self.lines_of:
+                out.append((line in self.lines_of[row.id], ago))
+        return out[:RUNS_LOOKED_AT]
 
     def _sets_running(self, test: str | None) -> list[int]:
         """Manifest sets holding a manifest of the test's directory."""

@@ -1,0 +1,171 @@
+"""The history facts of a case and the fleet's priors, read from the store on both databases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from sheriff.model.job import job_from_task
+from sheriff.store.history import PushHistory, failing_test, fleet_priors, past_cases
+from sheriff.store.loader import load_jobs
+from sheriff.store.schema import job, push, run_observation, triage_case
+from tests.factories import make_task, new_task_id
+
+LINUX, WIN = "linux1804-64-qr", "windows11-64-24h2"
+A, OTHER = "dom/a/browser.toml", "dom/z/browser.toml"
+LINE = "TEST-UNEXPECTED-FAIL | dom/a/test_a.html | got <n>"
+RAW = "TEST-UNEXPECTED-FAIL | dom/a/test_a.html | got 3"
+NOW = datetime(2026, 11, 2, 20, tzinfo=UTC)
+
+
+def load(engine, specs):
+    """specs: (push, label, platform, manifests, failure lines or None for a pass) → job ids."""
+    jobs, lines = [], []
+    for push_index, label, plat, manifests, failed in specs:
+        task = make_task(
+            revision=f"rev{push_index:02d}",
+            pushlog_id=push_index,
+            label=label,
+            platform=plat,
+            manifests=manifests,
+            created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
+            task_group_id=f"group{push_index:02d}".ljust(22, "x"),
+        )
+        run = {"state": "failed" if failed is not None else "completed"}
+        jobs.append(job_from_task(new_task_id(), task, 0, run))
+        lines.append(failed)
+    with engine.begin() as conn:
+        load_jobs(conn, jobs)
+        ids = dict(conn.execute(sa.select(job.c.task_id, job.c.id)).all())
+        for j, failed in zip(jobs, lines, strict=True):
+            if failed is not None:
+                conn.execute(
+                    run_observation.insert().values(
+                        job_id=ids[j.task_id],
+                        parse_status="parsed",
+                        failure_lines=list(failed),
+                        bug_suggestions=[{"search": RAW, "open_bugs": [1234]}],
+                        updated_at=NOW,
+                    )
+                )
+    return [ids[j.task_id] for j in jobs]
+
+
+def history_of(engine, job_id):
+    with engine.connect() as conn:
+        original = conn.execute(sa.select(job).where(job.c.id == job_id)).mappings().one()
+        obs = conn.execute(
+            sa.select(run_observation).where(run_observation.c.job_id == job_id)
+        ).mappings()
+        return PushHistory(conn, original["push_id"]).case(original, next(iter(obs), None))
+
+
+def test_the_failing_test_of_a_line() -> None:
+    assert failing_test(LINE) == "dom/a/test_a.html"
+    assert failing_test("PROCESS-CRASH no pipes") is None
+
+
+def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -> None:
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], None),
+            (1, "bc1", LINUX, [A], [LINE]),  # failed earlier, same configuration
+            (2, "bc2", LINUX, [A], None),  # clean since (another chunk ran the test)
+            (2, "bc1", LINUX, [OTHER], None),  # did not run the test: no evidence
+            (3, "bc1", WIN, [A], [LINE]),  # another configuration, same push
+            (3, "bc1", LINUX, [A], [LINE]),  # the case
+        ],
+    )
+    history = history_of(engine, ids[-1])
+    assert history.features == {"open_bug": True, "seen_before": True, "other_configs": True}
+    assert history.runs == (False, True, False)  # oldest first; push 2's other manifests skipped
+    assert history.facts["earlier_pushes_with_line"] == 1
+    assert history.facts["other_configs_with_line"] == 1
+    assert history.facts["same_config_runs"] == [
+        {
+            "line": LINE,
+            "runs": 3,
+            "showed_line": 1,
+            "latest": {"showed_line": False, "pushes_ago": 1},
+        }
+    ]
+    assert history.facts["open_bugs"] == [1234]
+
+
+def test_a_failing_streak_on_the_same_configuration(engine) -> None:
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], None),
+            (1, "bc1", LINUX, [A], [LINE]),
+            (2, "bc1", LINUX, [OTHER, A], ["TEST-UNEXPECTED-FAIL | dom/z/test_z.html | x"]),
+            (3, "bc1", LINUX, [A], [LINE]),
+        ],
+    )
+    # push 2 failed for another test only: it ran ours cleanly
+    assert history_of(engine, ids[-1]).runs == (False, True, False)
+    with engine.begin() as conn:
+        conn.execute(
+            run_observation.update()
+            .where(run_observation.c.job_id == ids[2])
+            .values(failure_lines=[LINE])
+        )
+    history = history_of(engine, ids[-1])
+    assert history.runs == (False, True, True)
+    assert history.features["seen_before"] is False  # a streak, not scattered failures
+    assert history.features["other_configs"] is False
+
+
+def test_a_new_failure_has_no_history(engine) -> None:
+    ids = load(engine, [(0, "bc1", LINUX, [A], None), (1, "bc1", LINUX, [A], [LINE])])
+    with engine.begin() as conn:
+        conn.execute(
+            run_observation.update()
+            .where(run_observation.c.job_id == ids[1])
+            .values(bug_suggestions=[{"search": RAW, "open_bugs": []}])
+        )
+    history = history_of(engine, ids[1])
+    assert history.features == {"open_bug": False, "seen_before": False, "other_configs": False}
+    assert history.runs == (False,)
+
+
+def test_priors_are_fitted_from_decided_history_cases_only(engine) -> None:
+    ids = load(engine, [(0, "bc1", LINUX, [A], [LINE]), (0, "bc2", LINUX, [A], [LINE])])
+    with engine.begin() as conn:
+        push_id, repository_id = conn.execute(sa.select(push.c.id, push.c.repository_id)).one()
+        common = {"push_id": push_id, "state": "decided", "opened_at": NOW, "updated_at": NOW}
+        history = {"k": 2, "n": 2, "features": {"streak": True}, "p_retriggers": 0.9}
+        conn.execute(
+            triage_case.insert(),
+            [
+                {
+                    **common,
+                    "job_id": ids[0],
+                    "label": "bc1",
+                    "policy": "history",
+                    "verdict": "regression",
+                    "p_regression": 0.99,
+                    "decided_at": NOW,
+                    "evidence": {"history": history},
+                },
+                {
+                    **common,
+                    "job_id": ids[1],
+                    "label": "bc2",
+                    "policy": "seed",
+                    "verdict": "intermittent",
+                    "p_regression": None,
+                    "decided_at": NOW,
+                    "evidence": {},
+                },
+            ],
+        )
+    with engine.connect() as conn:
+        past = past_cases(conn, repository_id)
+        priors = fleet_priors(conn, repository_id)
+    assert [(c.p, c.k, c.n, dict(c.features), c.p_retriggers) for c in past] == [
+        (0.99, 2, 2, {"streak": True}, 0.9)
+    ]
+    assert priors.cases == 1 and priors.base_rate > 0.5
