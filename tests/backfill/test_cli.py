@@ -67,6 +67,8 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     not_a_task = _run(["backfill", "nonsense"], tmp_path)
     assert not_a_task.returncode != 0
     assert "not a task id" in not_a_task.stderr and "Traceback" not in not_a_task.stderr
+    strategy = _run(["backfill", "KQ5qFIr7SPCY2sQN-lWVxw", "--strategy", "sideways"], tmp_path)
+    assert strategy.returncode != 0 and "unknown backfill strategy" in strategy.stderr
 
 
 def test_a_task_id_is_routed_to_request(tmp_path: Path) -> None:

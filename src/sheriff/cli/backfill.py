@@ -123,12 +123,13 @@ def request(
     """
     from sheriff.backfill import advance_record, request_backfill
     from sheriff.backfill.engine import BackfillSummary
+    from sheriff.errors import InputError
     from sheriff.store.schema import backfill_record, job
 
     if len(task_id) != 22:
-        from sheriff.errors import InputError
-
         raise InputError(f"{task_id!r} is not a task id (22 characters) nor a subcommand")
+    if strategy not in ("linear", "bisect"):
+        raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
     import sqlalchemy as sa
 
     engine = _engine()
