@@ -204,10 +204,12 @@ def _dispatch(engine: Any, record_id: int, *, live: bool) -> str:
 def _actions_request(task_id: str, *, depth: int, same_manifests: bool, live: bool) -> None:
     """A task sheriff has not ingested: the actions' own backfill request, nothing tracked."""
     from sheriff.cli import actions
+    from sheriff.errors import InputError
 
-    actions.backfill_request(
-        task_id=task_id, depth=depth, times=1, same_manifests=same_manifests, live=live, key=None
-    )
+    send = getattr(actions, "backfill_request", None)
+    if send is None:
+        raise InputError(f"task {task_id} is not in the database: ingest its push first")
+    send(task_id=task_id, depth=depth, times=1, same_manifests=same_manifests, live=live, key=None)
 
 
 @backfill_app.command("advance")
