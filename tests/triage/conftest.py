@@ -25,7 +25,9 @@ def sim() -> Iterator[SimServer]:
         yield server
 
 
-def make_triage(engine, sim: SimServer, *, live: bool = True, policy: str = "seed") -> Triage:
+def make_triage(
+    engine, sim: SimServer, *, live: bool = True, policy: str = "seed", backfill: str = "off"
+) -> Triage:
     settings = load_settings(
         database_url=str(engine.url),
         taskcluster_root_url=sim.root_url,
@@ -39,7 +41,15 @@ def make_triage(engine, sim: SimServer, *, live: bool = True, policy: str = "see
         client_id=settings.taskcluster_client_id,
         access_token=settings.taskcluster_access_token,
     )
-    return Triage(engine, settings, clients, Treeherder(sim.root_url), repo="autoland", live=live)
+    return Triage(
+        engine,
+        settings,
+        clients,
+        Treeherder(sim.root_url),
+        repo="autoland",
+        live=live,
+        backfill=backfill,
+    )
 
 
 def one_pass(triage: Triage, sim: SimServer) -> PassSummary:

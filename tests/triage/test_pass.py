@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
+from sheriff.backfill import named_culprits
 from sheriff.store.schema import job, job_type, run_observation, triage_case
 from sheriff.triage import engine as engine_module
 from sheriff.triage.simrun import measure
@@ -198,3 +199,14 @@ def test_a_dry_run_records_its_requests_once_and_sends_nothing(engine, sim) -> N
     planned = Counter((r.revision, label) for r in requests for label in r.labels)
     assert max(planned.values()) == 1  # each label of a push planned once, not once per pass
     assert open_cases > 0  # nothing was retriggered, so they wait
+
+
+def test_a_regression_is_backfilled_to_its_culprit(engine, sim) -> None:
+    triage = make_triage(engine, sim, backfill="bisect")
+    drive(triage, sim)
+    truth = sim.truth()["regressions"][0]
+    with engine.connect() as conn:
+        named = named_culprits(conn)
+    assert named and named[0]["culprit_revision"] == truth["culprit_revision"]
+    metrics = _metrics(engine, sim, triage)
+    assert metrics["culprits"]["correct"] == 1 and metrics["excess_retriggers"] == 0
