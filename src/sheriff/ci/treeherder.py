@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 
 from sheriff.errors import ServiceError
 
@@ -90,8 +91,8 @@ class Treeherder:
                     status=response.status_code,
                 )
             try:
-                return response.json()
-            except ValueError as exc:
+                return orjson.loads(response.content)
+            except orjson.JSONDecodeError as exc:
                 raise TreeherderError(f"{what}: the answer is not JSON") from exc
         raise AssertionError("unreachable: the last attempt returns or raises")
 
