@@ -61,9 +61,37 @@ def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> li
     return out
 
 
+# Fitted priors per repository, refitted only when a case was decided since: every pass
+# advances many pushes, and reading thousands of evidence records for each is waste.
+_FITTED: dict[tuple[str, int], tuple[tuple[Any, ...], Priors]] = {}
+
+
 def fleet_priors(conn: sa.Connection, repository_id: int) -> Priors:
     """Priors fitted from the repository's earlier decided cases."""
-    return fit_priors(past_cases(conn, repository_id))
+    marker = tuple(
+        conn.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.max(triage_case.c.id),
+                sa.func.sum(triage_case.c.p_regression),
+            )
+            .select_from(triage_case)
+            .join(push, push.c.id == triage_case.c.push_id)
+            .where(
+                push.c.repository_id == repository_id,
+                triage_case.c.state == "decided",
+                triage_case.c.verdict.in_(VERDICTS),
+                triage_case.c.p_regression.is_not(None),
+            )
+        ).one()
+    )
+    key = (conn.engine.url.render_as_string(hide_password=True), repository_id)
+    cached = _FITTED.get(key)
+    if cached is not None and cached[0] == marker:
+        return cached[1]
+    priors = fit_priors(past_cases(conn, repository_id))
+    _FITTED[key] = (marker, priors)
+    return priors
 
 
 def failing_test(line: str) -> str | None:
