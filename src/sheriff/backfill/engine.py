@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sheriff.backfill.evidence import WindowEvidence, window_evidence
+from sheriff.backfill.evidence import WindowEvidence, classify, window_evidence
 from sheriff.backfill.reports import (
     BACKFILLED,
     CULPRIT,
@@ -347,8 +347,6 @@ class _Step:
 
     def _count(self, evidence: WindowEvidence) -> None:
         lines, tests = self.context["lines"], self.context["tests"]
-        from sheriff.backfill.evidence import classify
-
         counts: Counter[str] = Counter()
         for runs in evidence.runs.values():
             for run in runs:
