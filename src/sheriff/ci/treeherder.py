@@ -116,6 +116,18 @@ class Treeherder:
         names = answer.get("job_property_names", [])
         return [dict(zip(names, row, strict=False)) for row in answer.get("results", [])]
 
+    def jobs_of_push(self, push_id: int) -> list[dict[str, Any]]:
+        """Every ingested job of a push (Treeherder's push id), as flat dicts."""
+        jobs: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            answer = self.get("/api/jobs/", push_id=push_id, count=2000, page=page)
+            names = answer.get("job_property_names", [])
+            jobs.extend(dict(zip(names, row, strict=False)) for row in answer.get("results", []))
+            if not answer.get("next"):
+                return jobs
+            page += 1
+
     def log_urls(self, repo: str, job_id: int) -> list[dict[str, Any]]:
         return list(self.get(f"/api/project/{repo}/job-log-url/", job_id=job_id))
 

@@ -99,6 +99,7 @@ class Triage:
         # group are not derived and written again. A new process starts empty and rewrites
         # once, which changes nothing.
         self._stored_status: dict[str, tuple] = {}
+        self._treeherder_push_ids: dict[str, int] = {}  # revision → Treeherder's push id
 
     def run_pass(
         self,
@@ -177,6 +178,7 @@ class Triage:
                 self.repo, since=int(since.timestamp()), until=int(until.timestamp())
             )
         )
+        self._treeherder_push_ids.update({p["revision"]: int(p["id"]) for p in found})
         with self.engine.begin() as conn:
             interner = Interner(conn)
             refs = {
@@ -286,15 +288,16 @@ class Triage:
                 labels = {c.label for c in cases if c.state != "new"}
                 runs = latest_runs(conn, state.push_id)
                 names = _labels_of(conn, runs)
+                th_push = self._treeherder_push_ids.get(state.revision)
                 for r in runs:
                     if r["id"] in originals:
-                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], errorsummary=True))
+                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], True, th_push))
                     elif (
                         names[r["job_type_id"]] in labels
                         and r["state"] == "completed"
                         and r["job_kind"] == "test"
                     ):
-                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"]))
+                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], False, th_push))
         return refs
 
     def _observe_jobs(self, job_ids: Sequence[int], now: datetime) -> None:

@@ -8,8 +8,9 @@ Everything is kept in `run_observation`, and a finished observation is never fet
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ class RunRef:
     task_id: str
     run_id: int
     errorsummary: bool = False
+    treeherder_push_id: int | None = None  # lets one call find all the push's jobs
 
 
 def observation_done(row: Any, want_errorsummary: bool) -> bool:
@@ -58,6 +60,14 @@ def observations(conn: sa.Connection, job_ids: Iterable[int]) -> dict[int, dict[
     return found
 
 
+@dataclass
+class Ingested:
+    """Treeherder jobs found by listing whole pushes."""
+
+    jobs: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    pushes: set[int] = field(default_factory=set)
+
+
 class Observer:
     """Fetches what is still missing about runs, one service call at a time."""
 
@@ -73,29 +83,51 @@ class Observer:
         """Bring the observations of `runs` up to date; returns how many changed."""
         with self.engine.connect() as conn:
             known = observations(conn, (r.job_id for r in runs))
+        pending = [r for r in runs if not observation_done(known.get(r.job_id), r.errorsummary)]
+        ingested = self._ingested_jobs(
+            [r for r in pending if (known.get(r.job_id) or {}).get("treeherder_job_id") is None]
+        )
         changed = 0
-        for run in runs:
+        for run in pending:
             current = known.get(run.job_id)
-            if observation_done(current, run.errorsummary):
-                continue
-            update = self._fetch(run, dict(current or {}))
+            update = self._fetch(run, dict(current or {}), ingested)
             if update is None:
                 continue
             self._store(run.job_id, update, now)
             changed += 1
         return changed
 
-    def _fetch(self, run: RunRef, row: dict[str, Any]) -> dict[str, Any] | None:
+    def _ingested_jobs(self, runs: Sequence[RunRef]) -> Ingested:
+        """Treeherder's jobs of these runs, one call per push for pushes with several."""
+        by_push = Counter(r.treeherder_push_id for r in runs if r.treeherder_push_id is not None)
+        ingested = Ingested()
+        for push_id, count in by_push.items():
+            if count > 1:
+                ingested.pushes.add(push_id)
+                for th_job in self.treeherder.jobs_of_push(push_id):
+                    ingested.jobs[(th_job["task_id"], int(th_job.get("retry_id", 0)))] = th_job
+        return ingested
+
+    def _fetch(
+        self,
+        run: RunRef,
+        row: dict[str, Any],
+        ingested: Ingested,
+    ) -> dict[str, Any] | None:
         update: dict[str, Any] = {}
         if row.get("treeherder_job_id") is None:
-            th_job = next(
-                (
-                    j
-                    for j in self.treeherder.jobs_of_task(run.task_id)
-                    if int(j.get("retry_id", 0)) == run.run_id
-                ),
-                None,
-            )
+            th_job = ingested.jobs.get((run.task_id, run.run_id))
+            # Absent from a push listed this round means: not ingested yet. Ask only
+            # about runs whose push was not listed.
+            if th_job is None and run.treeherder_push_id not in ingested.pushes:
+                th_job = next(
+                    (
+                        j
+                        for j in self.treeherder.jobs_of_task(run.task_id)
+                        if int(j.get("retry_id", 0)) == run.run_id
+                    ),
+                    None,
+                )
             if th_job is not None:
                 update["treeherder_job_id"] = int(th_job["id"])
                 update["classification_id"] = int(th_job.get("failure_classification_id") or 1)
