@@ -29,7 +29,7 @@ def _ok(answer):
 
 
 def test_pushes_and_verdicts_agree(api) -> None:
-    pushes = _ok(api.get("/project/autoland/push/", params={"count": 500}))["results"]
+    pushes = _ok(api.get("/project/autoland/push/", params={"count": 100}))["results"]
     assert len(pushes) == 30
     verdicts = _ok(api.get("/verdicts", params={"repo": "autoland", "count": 500}))["results"]
     assert verdicts

@@ -35,6 +35,9 @@ from sheriff.store.schema import (
 # Treeherder's results that mean "this run failed".
 FAILED_RESULTS = ("testfailed", "busted", "exception")
 
+# Beyond this many manifest sets a filter stays a subquery (bound-parameter limits).
+MAX_LISTED_SETS = 5000
+
 # A case without a verdict yet is shown as `pending`.
 PENDING = "pending"
 
@@ -190,22 +193,19 @@ def _jobs_select() -> sa.Select:
     )
 
 
-def _sets_with_manifests(paths: Iterable[str]) -> sa.ScalarSelect:
+def _sets_with_manifests(paths: Iterable[str]) -> sa.Select:
     wanted = sa.select(manifest.c.id).where(manifest.c.path.in_(sorted(set(paths))))
-    return (
-        sa.select(manifest_set_member.c.manifest_set_id)
-        .where(manifest_set_member.c.manifest_id.in_(wanted.scalar_subquery()))
-        .scalar_subquery()
+    return sa.select(manifest_set_member.c.manifest_set_id).where(
+        manifest_set_member.c.manifest_id.in_(wanted.scalar_subquery())
     )
 
 
-def _sets_with_test_paths(paths: Iterable[str]) -> sa.ScalarSelect:
+def _sets_with_test_paths(paths: Iterable[str]) -> sa.Select:
     wanted = sa.select(test_path.c.id).where(test_path.c.path.in_(sorted(set(paths))))
     return (
         sa.select(manifest_set_member.c.manifest_set_id)
         .join(manifest_test, manifest_test.c.manifest_id == manifest_set_member.c.manifest_id)
         .where(manifest_test.c.test_path_id.in_(wanted.scalar_subquery()))
-        .scalar_subquery()
     )
 
 
@@ -219,23 +219,43 @@ def list_jobs(
     include_manifests: bool = False,
     include_test_paths: bool = False,
 ) -> list[dict[str, Any]]:
-    """Jobs of a repository, newest first, narrowed by `filters`."""
-    stmt = _jobs_select().where(job.c.repository_id == repo_id)
+    """Jobs of a repository, newest first, narrowed by `filters`.
+
+    The page of ids is chosen on the job table alone, then its rows are joined: the
+    planner then never joins a million rows to throw most of them away.
+    """
+    stmt = sa.select(job.c.id).where(job.c.repository_id == repo_id)
     if filters.push_id is not None:
         stmt = stmt.where(job.c.push_id == filters.push_id)
     if filters.platform:
-        stmt = stmt.where(_machine_platform.c.platform == filters.platform)
+        stmt = stmt.where(
+            job.c.machine_platform_id.in_(
+                sa.select(platform.c.id).where(platform.c.platform == filters.platform)
+            )
+        )
     if filters.result:
         stmt = stmt.where(job.c.result == filters.result)
     if filters.failed_only:
         stmt = stmt.where(job.c.result.in_(FAILED_RESULTS))
     if filters.label:
-        stmt = stmt.where(job_type.c.name == filters.label)
+        stmt = stmt.where(
+            job.c.job_type_id.in_(sa.select(job_type.c.id).where(job_type.c.name == filters.label))
+        )
     # Each manifest / test path named narrows further: a job must have run all of them.
-    for path in dict.fromkeys(filters.manifests):
-        stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_manifests([path])))
-    for path in dict.fromkeys(filters.test_paths):
-        stmt = stmt.where(job.c.manifest_set_id.in_(_sets_with_test_paths([path])))
+    # The sets are looked up first so that the planner sees a list it can use the
+    # (manifest_set_id, push_id) index with; behind a subquery PostgreSQL scans every job.
+    for paths, sets_of in (
+        (filters.manifests, _sets_with_manifests),
+        (filters.test_paths, _sets_with_test_paths),
+    ):
+        for path in dict.fromkeys(paths):
+            set_ids = sorted(set(conn.execute(sets_of([path])).scalars()))
+            if not set_ids:
+                return []
+            if len(set_ids) > MAX_LISTED_SETS:  # keep within bound-parameter limits
+                stmt = stmt.where(job.c.manifest_set_id.in_(sets_of([path]).scalar_subquery()))
+            else:
+                stmt = stmt.where(job.c.manifest_set_id.in_(set_ids))
     newest_first = job.c.id.desc()
     if filters.push_id is not None or filters.manifests or filters.test_paths:
         # These filters have an index that finds a few thousand rows at most. Ordered by
@@ -244,9 +264,10 @@ def list_jobs(
         # walk takes half a second. `id + 0` is not the key, so the planner uses the index
         # and sorts the few rows instead.
         newest_first = (job.c.id + 0).desc()
-    stmt = stmt.order_by(newest_first).offset(offset).limit(count)
-    jobs = [_job_row(r) for r in conn.execute(stmt)]
-    return _decorate(conn, jobs, include_manifests, include_test_paths)
+    ids = list(conn.execute(stmt.order_by(newest_first).offset(offset).limit(count)).scalars())
+    return jobs_by_id(
+        conn, ids, include_manifests=include_manifests, include_test_paths=include_test_paths
+    )
 
 
 def jobs_by_id(

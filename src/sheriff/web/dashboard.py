@@ -31,7 +31,7 @@ VERDICT_TEXT = {
     "wrong-tier": "wrong tier",
     "pending": "pending",
 }
-PAGE = 30
+PAGE = 20
 
 
 def _when(moment: datetime | None) -> str:

@@ -14,6 +14,7 @@ from sheriff.web.api.deps import (
     NO_NUL,
     Conn,
     JobId,
+    Pagination,
     Paging,
     RepoId,
     RepoName,
@@ -53,11 +54,16 @@ def find_job(conn: Conn, repo_id: RepoId, job_id: JobId) -> dict[str, Any]:
 
 
 @router.get("/project/{repo}/push/", response_model=Page[PushOut], tags=["pushes"])
-def list_pushes(conn: Conn, repo_id: RepoId, paging: Paging) -> dict[str, Any]:
+def list_pushes(
+    conn: Conn,
+    repo_id: RepoId,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT32, description="rows to skip")] = 0,
+    count: Annotated[int, Query(ge=1, le=100, description="pushes per page")] = 10,
+) -> dict[str, Any]:
     """Pushes, newest first, with their counts of failed jobs and of verdicts."""
-    return paging.page(
-        api_queries.list_pushes(conn, repo_id, offset=paging.offset, count=paging.count)
-    )
+    # Counting means reading every job of each push: pages are smaller than for jobs.
+    paging = Pagination(offset=offset, count=count)
+    return paging.page(api_queries.list_pushes(conn, repo_id, offset=offset, count=count))
 
 
 @router.get("/project/{repo}/push/{revision}/", response_model=PushOut, tags=["pushes"])
