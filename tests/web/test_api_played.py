@@ -75,10 +75,6 @@ def test_jobs_detail_similar_and_test_paths(api) -> None:
     assert set(tasks["tasks"]) <= {j["label"] for j in jobs}
 
 
-@pytest.mark.xfail(
-    reason="a played scenario does not ingest tests-by-manifest.json yet: no test paths",
-    strict=False,
-)
 def test_played_pushes_have_test_paths(api) -> None:
     (case,) = _ok(api.get("/verdicts", params={"verdict": "regression", "count": 1}))["results"]
     tasks = _ok(api.get(f"/project/autoland/push/{case['revision']}/task-to-test-paths"))

@@ -8,12 +8,14 @@ listed again, and a run's finished observation is not fetched again.
 
 from __future__ import annotations
 
+import gzip
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -22,19 +24,29 @@ from sheriff.actions.protocol import ActionsProtocol
 from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
 from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.status import pushes_to_watch
-from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
+from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, TaskclusterNotFound
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
-from sheriff.store.loader import Interner, ensure_pushes, load_jobs
-from sheriff.store.schema import job, job_type, push, repository, triage_case
+from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
+from sheriff.store.schema import (
+    job,
+    job_type,
+    push,
+    push_label_manifest_set,
+    repository,
+    triage_case,
+)
 from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
 from sheriff.triage.observe import Observer, RunRef, latest_runs
 
 log = logging.getLogger(__name__)
+
+MANIFESTS_BY_TASK = "public/manifests-by-task.json.gz"
+TESTS_BY_MANIFEST = "public/tests-by-manifest.json.gz"
 
 
 @dataclass
@@ -100,6 +112,7 @@ class Triage:
         # once, which changes nothing.
         self._stored_status: dict[str, tuple] = {}
         self._treeherder_push_ids: dict[str, int] = {}  # revision → Treeherder's push id
+        self._manifests_done: set[int] = set()  # pushes whose manifest artifacts are stored
 
     def run_pass(
         self,
@@ -258,7 +271,34 @@ class Triage:
                 .values(decision_task_id=state.decision_task_id)
             )
         self._stored_status.update(listing.status_keys)  # only once the jobs are committed
+        self._load_manifests(state)
         summary.jobs_written += stats.jobs_inserted + stats.jobs_updated
+
+    def _load_manifests(self, state: PushState) -> None:
+        """The decision task's manifests-by-task and tests-by-manifest, once per push."""
+        if state.push_id in self._manifests_done or state.decision_task_id is None:
+            return
+        with self.engine.connect() as conn:
+            if conn.execute(
+                sa.select(push_label_manifest_set.c.push_id)
+                .where(push_label_manifest_set.c.push_id == state.push_id)
+                .limit(1)
+            ).first():
+                self._manifests_done.add(state.push_id)
+                return
+        try:
+            by_label = self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
+            by_manifest = self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+        except TaskclusterNotFound:
+            return  # not uploaded yet (decision task running), or never: asked again next pass
+        with self.engine.begin() as conn:
+            load_push_manifests(conn, state.push_id, by_label, by_manifest)
+        self._manifests_done.add(state.push_id)
+
+    def _artifact_json(self, task_id: str, name: str) -> dict:
+        raw = self.clients.latest_artifact(task_id, name)
+        data = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        return data if isinstance(data, dict) else {}
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
         with self.engine.connect() as conn:
