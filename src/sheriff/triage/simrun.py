@@ -9,15 +9,19 @@ the scenario's time plus 12 virtual hours has passed. The metrics object is the 
 
 from __future__ import annotations
 
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
@@ -26,6 +30,7 @@ from sheriff.backfill import culprit_metrics
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
+from sheriff.errors import ServiceError
 from sheriff.store.db import open_database
 from sheriff.store.schema import job, job_type, push, triage_case
 from sheriff.triage.engine import PassSummary, Triage
@@ -34,6 +39,65 @@ SIM_CLIENT_ID = "sheriff-dev"
 SIM_ACCESS_TOKEN = "sheriff-dev-token"
 EXTRA_HOURS = 12
 FINAL_VERDICTS = ("regression", "intermittent", "infra", "not-eligible", "classified", "wrong-tier")
+
+
+class SimProcess:
+    """`sheriff sim serve` in a child process: sheriff and the simulator each get a core,
+    and sheriff reaches the simulator only over HTTP, as it would reach Firefox CI."""
+
+    def __init__(self, scenario_path: Path) -> None:
+        self.scenario_path = scenario_path
+        self.root_url = ""
+        self._process: subprocess.Popen[str] | None = None
+        self._admin: httpx.Client | None = None
+        self.now = datetime.now(UTC)
+        self.finished = False
+
+    def __enter__(self) -> SimProcess:
+        command = [sys.executable, "-m", "sheriff", "sim", "serve", "--port", "0"]
+        self._process = subprocess.Popen(
+            [*command, "--scenario", str(self.scenario_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("http"):
+            self.__exit__()
+            raise ServiceError(f"the simulator did not start for {self.scenario_path}")
+        self.root_url = line
+        self._admin = httpx.Client(base_url=line, timeout=300)
+        self._clock(self._admin.get("/__sim__/clock").json())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._admin is not None:
+            self._admin.close()
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGINT)
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+
+    def _clock(self, answer: dict[str, Any]) -> None:
+        self.now = datetime.fromisoformat(answer["now"].replace("Z", "+00:00"))
+        self.finished = bool(answer["finished"])
+
+    def advance(self, minutes: float) -> None:
+        assert self._admin is not None
+        answer = self._admin.post("/__sim__/advance", params={"minutes": minutes})
+        answer.raise_for_status()
+        self._clock(answer.json())
+
+    def truth(self) -> dict[str, Any]:
+        assert self._admin is not None
+        return self._admin.get("/__sim__/truth").json()
+
+    def stats(self) -> dict[str, Any]:
+        assert self._admin is not None
+        return self._admin.get("/__sim__/stats").json()
 
 
 def play(
@@ -48,14 +112,13 @@ def play(
 ) -> dict[str, Any]:
     """Play a scenario; returns the metrics object (see the module docstring)."""
     from sheriff.sim.scenario import load_scenario
-    from sheriff.sim.server import SimServer
 
     scenario = load_scenario(scenario_path)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
         engine = open_database(url)
-        with SimServer(scenario, port=0) as sim:
+        with SimProcess(Path(scenario_path)) as sim:
             settings = load_settings(
                 database_url=url,
                 taskcluster_root_url=sim.root_url,
@@ -89,11 +152,11 @@ def play(
                 if progress:
                     share = (sim.now - begin) / (deadline - begin)
                     progress(min(1.0, share), summary)
-                if sim.now >= last_push and sim.world.finished and summary.open_cases == 0:
+                if sim.now >= last_push and sim.finished and summary.open_cases == 0:
                     break
             truth = sim.truth()
             stats = sim.stats()
-            action_counts = sim.world.action_counts()
+            action_counts = truth.get("action_tasks", [])
             metrics = measure(
                 engine,
                 truth,
@@ -224,9 +287,7 @@ def _share(truths: list[bool]) -> float | None:
     return round(sum(truths) / len(truths), 4) if truths else None
 
 
-def _aware(moment):  # type: ignore[no-untyped-def]
-    from datetime import UTC
-
+def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
