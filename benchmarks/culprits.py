@@ -70,7 +70,12 @@ def main() -> None:
                 "wall_seconds": time.perf_counter() - started,
             }
         )
-        print(f"played {args.scenario.name} with {name}: {rows[-1]['wall_seconds']:.1f} s")
+        # Each line as soon as it is known: a long play interrupted keeps what it measured.
+        print(
+            f"played {args.scenario.name} with {name}: {rows[-1]['wall_seconds']:.1f} s: "
+            f"{json.dumps(culprits, sort_keys=True)}",
+            flush=True,
+        )
 
     header = (
         f"{'backfill':<16} {'regr.':>5} {'found':>5} {'correct':>7} {'accuracy':>8} {'runs':>6}"
