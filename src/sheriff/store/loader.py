@@ -384,6 +384,18 @@ def _planned_manifest_sets(conn: sa.Connection, push_ids: set[int]) -> dict[tupl
     return planned
 
 
+def _stored_test_counts(conn: sa.Connection, manifest_ids: Sequence[int]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for chunk in _chunks(sorted(set(manifest_ids))):
+        rows = conn.execute(
+            sa.select(manifest_test.c.manifest_id, sa.func.count())
+            .where(manifest_test.c.manifest_id.in_(chunk))
+            .group_by(manifest_test.c.manifest_id)
+        )
+        counts.update({manifest_id: n for manifest_id, n in rows})
+    return counts
+
+
 def load_push_manifests(
     conn: sa.Connection,
     push_id: int,
@@ -405,16 +417,24 @@ def load_push_manifests(
         ],
     )
     manifest_ids = interner.ids(manifest, ("path",), {(m,) for m in tests_by_manifest})
+    # Every push's decision task lists every manifest's tests again; only manifests with
+    # tests not stored yet are worth interning and linking (most pushes: none).
+    stored = _stored_test_counts(conn, [manifest_ids[(m,)] for m in tests_by_manifest])
+    changed = {
+        m: set(tests)
+        for m, tests in tests_by_manifest.items()
+        if stored.get(manifest_ids[(m,)], 0) < len(set(tests))
+    }
     test_ids = interner.ids(
-        test_path, ("path",), {(t,) for tests in tests_by_manifest.values() for t in tests}
+        test_path, ("path",), {(t,) for tests in changed.values() for t in tests}
     )
     insert_ignoring_conflicts(
         conn,
         manifest_test,
         [
             {"manifest_id": manifest_ids[(m,)], "test_path_id": test_ids[(t,)]}
-            for m, tests in tests_by_manifest.items()
-            for t in set(tests)
+            for m, tests in changed.items()
+            for t in tests
         ],
     )
     # Jobs already ingested without MOZHARNESS_TEST_PATHS take the planned set.
