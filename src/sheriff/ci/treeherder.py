@@ -7,7 +7,7 @@ Every request has a timeout and is retried with backoff on connection errors, 5x
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -128,8 +128,10 @@ class Treeherder:
                 return jobs
             page += 1
 
-    def log_urls(self, repo: str, job_id: int) -> list[dict[str, Any]]:
-        return list(self.get(f"/api/project/{repo}/job-log-url/", job_id=job_id))
+    def log_urls(self, repo: str, job_id: int | Sequence[int]) -> list[dict[str, Any]]:
+        """Log references (with `parse_status`) of one job or many (`job_id` repeated)."""
+        ids = [job_id] if isinstance(job_id, int) else list(job_id)
+        return list(self.get(f"/api/project/{repo}/job-log-url/", job_id=ids))
 
     def bug_suggestions(self, repo: str, job_id: int) -> list[dict[str, Any]]:
         return list(self.get(f"/api/project/{repo}/jobs/{job_id}/bug_suggestions/"))

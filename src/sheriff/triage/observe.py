@@ -9,7 +9,7 @@ Everything is kept in `run_observation`, and a finished observation is never fet
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,10 +62,11 @@ def observations(conn: sa.Connection, job_ids: Iterable[int]) -> dict[int, dict[
 
 @dataclass
 class Ingested:
-    """Treeherder jobs found by listing whole pushes."""
+    """What one round learnt from Treeherder in bulk: jobs by push, log parse statuses."""
 
     jobs: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     pushes: set[int] = field(default_factory=set)
+    parse_statuses: dict[int, str] = field(default_factory=dict)  # Treeherder job id → status
 
 
 class Observer:
@@ -87,6 +88,14 @@ class Observer:
         ingested = self._ingested_jobs(
             [r for r in pending if (known.get(r.job_id) or {}).get("treeherder_job_id") is None]
         )
+        ingested.parse_statuses = self._parse_statuses(
+            [
+                job_id
+                for r in pending
+                if (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
+                and (known.get(r.job_id) or {}).get("parse_status") not in FINAL_PARSE_STATUSES
+            ]
+        )
         changed = 0
         for run in pending:
             current = known.get(run.job_id)
@@ -107,6 +116,19 @@ class Observer:
                 for th_job in self.treeherder.jobs_of_push(push_id):
                     ingested.jobs[(th_job["task_id"], int(th_job.get("retry_id", 0)))] = th_job
         return ingested
+
+    def _parse_statuses(self, job_ids: Sequence[int]) -> dict[int, str]:
+        """Log parse statuses of many jobs, a hundred per call (`job_id` may repeat)."""
+        statuses: dict[int, str] = {}
+        ids = sorted(set(job_ids))
+        for start in range(0, len(ids), 100):
+            entries = self.treeherder.log_urls(self.repo, ids[start : start + 100])
+            by_job: dict[int, list[dict[str, Any]]] = {}
+            for entry in entries:
+                by_job.setdefault(int(entry["job_id"]), []).append(entry)
+            for job_id, urls in by_job.items():
+                statuses[job_id] = parse_status(urls) or "pending"
+        return statuses
 
     def _fetch(
         self,
@@ -134,7 +156,7 @@ class Observer:
         job_id = update.get("treeherder_job_id", row.get("treeherder_job_id"))
         status = row.get("parse_status")
         if job_id is not None and status not in FINAL_PARSE_STATUSES:
-            status = parse_status(self.treeherder.log_urls(self.repo, job_id)) or "pending"
+            status = ingested.parse_statuses.get(job_id, "pending")
             update["parse_status"] = status
         if job_id is not None and status == "parsed" and row.get("failure_lines") is None:
             suggestions = self.treeherder.bug_suggestions(self.repo, job_id)
@@ -201,3 +223,11 @@ def latest_runs(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
         ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
     )
     return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+def _job_id(row: Mapping[str, Any] | None, ingested: Ingested, run: RunRef) -> int | None:
+    """The run's Treeherder job id, stored or found in this round's push listings."""
+    if row is not None and row.get("treeherder_job_id") is not None:
+        return int(row["treeherder_job_id"])
+    found = ingested.jobs.get((run.task_id, run.run_id))
+    return int(found["id"]) if found is not None else None
