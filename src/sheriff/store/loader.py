@@ -9,6 +9,7 @@ nothing, and a job's state only ever moves forward (pending → running → comp
 from __future__ import annotations
 
 import hashlib
+from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,17 +78,30 @@ class LoadStats:
 class Interner:
     """Maps strings (or tuples of them) to the ids of their rows, creating missing rows.
 
-    One instance serves one transaction: its cache must not outlive a rollback.
+    One instance serves one transaction: what it creates must not outlive a rollback, so
+    `known` (ids committed earlier, read only) is kept apart from what this transaction
+    found or made, which `publish` adds to `known` once the transaction has committed.
     """
 
-    def __init__(self, conn: sa.Connection) -> None:
+    def __init__(
+        self, conn: sa.Connection, known: dict[str, dict[tuple, int]] | None = None
+    ) -> None:
         self.conn = conn
+        self._known = known if known is not None else {}
         self._cache: dict[str, dict[tuple, int]] = {}
+
+    def _table_cache(self, name: str) -> ChainMap[tuple, int]:
+        return ChainMap(self._cache.setdefault(name, {}), self._known.get(name, {}))
+
+    def publish(self, known: dict[str, dict[tuple, int]]) -> None:
+        """Add what this (committed) transaction interned to `known`."""
+        for name, ids in self._cache.items():
+            known.setdefault(name, {}).update(ids)
 
     def ids(
         self, table: sa.Table, columns: tuple[str, ...], keys: Iterable[tuple]
-    ) -> dict[tuple, int]:
-        cache = self._cache.setdefault(table.name, {})
+    ) -> Mapping[tuple, int]:
+        cache = self._table_cache(table.name)
         missing = sorted({k for k in keys if k not in cache})
         if missing:
             insert_ignoring_conflicts(
@@ -113,7 +127,7 @@ class Interner:
         """Ids of manifest sets (tuples of paths), storing each new set and its members once."""
         wanted = {tuple(sorted(set(s))) for s in sets}
         by_digest = {manifest_set_digest(s): s for s in wanted}
-        cache = self._cache.setdefault("manifest_set", {})
+        cache = self._table_cache("manifest_set")
         new_digests = [d for d in by_digest if (d,) not in cache]
         if new_digests:
             manifest_ids = self.ids(

@@ -169,19 +169,12 @@ def advance_push(
     ]
     if not cases:
         return plan
-    runs = latest_runs(conn, push_id)
+    runs = latest_runs(conn, push_id, {c["label"] for c in cases})
     by_job = {r["id"]: r for r in runs}
-    type_names = dict(
-        conn.execute(
-            sa.select(job_type.c.id, job_type.c.name).where(
-                job_type.c.id.in_({r["job_type_id"] for r in runs})
-            )
-        ).all()
-    )
     queues = dict(conn.execute(sa.select(task_queue.c.id, task_queue.c.name)).all())
     by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
-        by_label[type_names[r["job_type_id"]]].append(r)
+        by_label[r["label"]].append(r)
     obs = observations(conn, by_job)
     mine = {
         t

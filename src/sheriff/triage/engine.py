@@ -34,7 +34,6 @@ from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
 from sheriff.store.schema import (
     job,
-    job_type,
     push,
     push_label_manifest_set,
     repository,
@@ -113,6 +112,9 @@ class Triage:
         self._stored_status: dict[str, tuple] = {}
         self._treeherder_push_ids: dict[str, int] = {}  # revision → Treeherder's push id
         self._manifests_done: set[int] = set()  # pushes whose manifest artifacts are stored
+        # Ids of interned strings and manifest sets committed during this pass (cleared at
+        # each pass, so that expiry by `sheriff cycle` never leaves a stale id behind long).
+        self._interned: dict[str, dict[tuple, int]] = {}
 
     def run_pass(
         self,
@@ -125,6 +127,7 @@ class Triage:
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
+        self._interned.clear()
         pushes = self._discover(since, until)
         summary.pushes = len(pushes)
         for state in self._to_list(pushes):
@@ -264,13 +267,16 @@ class Triage:
         summary.groups_listed += 1
         state.listing = listing
         with self.engine.begin() as conn:
-            stats = load_jobs(conn, listing.jobs)
+            interner = Interner(conn, self._interned)
+            stats = load_jobs(conn, listing.jobs, interner)
             conn.execute(
                 push.update()
                 .where(push.c.id == state.push_id, push.c.decision_task_id.is_(None))
                 .values(decision_task_id=state.decision_task_id)
             )
-        self._stored_status.update(listing.status_keys)  # only once the jobs are committed
+        # Only once the jobs are committed:
+        self._stored_status.update(listing.status_keys)
+        interner.publish(self._interned)
         self._load_manifests(state)
         summary.jobs_written += stats.jobs_inserted + stats.jobs_updated
 
@@ -326,14 +332,13 @@ class Triage:
                 ).all()
                 originals = {c.job_id: c for c in cases}
                 labels = {c.label for c in cases if c.state != "new"}
-                runs = latest_runs(conn, state.push_id)
-                names = _labels_of(conn, runs)
+                runs = latest_runs(conn, state.push_id, {c.label for c in cases})
                 th_push = self._treeherder_push_ids.get(state.revision)
                 for r in runs:
                     if r["id"] in originals:
                         refs.append(RunRef(r["id"], r["task_id"], r["run_id"], True, th_push))
                     elif (
-                        names[r["job_type_id"]] in labels
+                        r["label"] in labels
                         and r["state"] == "completed"
                         and r["job_kind"] == "test"
                     ):
@@ -374,15 +379,6 @@ class Triage:
                 summary.cancelled += 1
             except TaskclusterError as exc:
                 log.info("could not cancel %s: %s", task_id, exc)
-
-
-def _labels_of(conn: sa.Connection, runs: Sequence[dict]) -> dict[int, str]:
-    ids = {r["job_type_id"] for r in runs}
-    if not ids:
-        return {}
-    return dict(
-        conn.execute(sa.select(job_type.c.id, job_type.c.name).where(job_type.c.id.in_(ids))).all()
-    )
 
 
 def backfill_settings_of(settings: Settings, strategy: str | None) -> BackfillSettings:

@@ -9,7 +9,7 @@ Everything is kept in `run_observation`, and a finished observation is never fet
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,7 +23,7 @@ from sheriff.model.case import ErrorSummaryState, errorsummary_artifact
 from sheriff.model.errorsummary import parse_errorsummary
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 from sheriff.store.loader import insert_ignoring_conflicts
-from sheriff.store.schema import job, run_observation
+from sheriff.store.schema import job, job_type, run_observation
 
 FINAL_PARSE_STATUSES = frozenset({"parsed", "failed", "skipped-size"})
 
@@ -215,13 +215,22 @@ def _trimmed(suggestions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def latest_runs(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
-    """The latest run of every task of a push, as job rows (mappings)."""
+def latest_runs(
+    conn: sa.Connection, push_id: int, labels: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """The latest run of every task of a push (of these labels only, when given), as job
+    rows (mappings) with the task's `label` added."""
     later = sa.alias(job)
-    stmt = sa.select(job).where(
-        job.c.push_id == push_id,
-        ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
+    stmt = (
+        sa.select(job, job_type.c.name.label("label"))
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(
+            job.c.push_id == push_id,
+            ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
+        )
     )
+    if labels is not None:
+        stmt = stmt.where(job_type.c.name.in_(sorted(set(labels))))
     return [dict(r) for r in conn.execute(stmt).mappings()]
 
 
