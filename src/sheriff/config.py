@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     policy: str = "seed"
     runs_wanted: int = 6  # original + 5 retriggers
     regression_min_reproductions: int = 2
+    # The `history` policy's thresholds on P(regression), and the clean retriggers an
+    # intermittent verdict needs (docs/history-policy.md).
+    history_upper: float | None = None
+    history_lower: float | None = None
+    history_min_clean_runs: int | None = None
 
     # Backfills (sheriff.backfill.BackfillSettings has every knob and its meaning).
     backfill_enabled: bool = True  # a regression verdict opens a backfill report

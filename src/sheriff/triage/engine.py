@@ -29,6 +29,7 @@ from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
+from sheriff.model.history import configured as history_policy
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
@@ -67,11 +68,18 @@ class PassSummary:
     culprits: int = 0
 
 
-def policy_named(name: str) -> Policy:
+def policy_named(name: str, settings: Settings | None = None) -> Policy:
+    """The policy of that name, with its thresholds from the settings where it has any."""
     try:
+        if name == "history" and settings is not None:
+            return history_policy(
+                settings.history_upper, settings.history_lower, settings.history_min_clean_runs
+            )
         return get_policy(name)
     except UnknownPolicyError as exc:
         raise ConfigError(str(exc)) from exc
+    except ValueError as exc:
+        raise ConfigError(f"policy {name}: {exc}") from exc
 
 
 @dataclass
@@ -103,7 +111,7 @@ class Triage:
         self.treeherder = treeherder
         self.repo = repo
         self.live = live
-        self.policy = policy_named(policy or settings.policy)
+        self.policy = policy_named(policy or settings.policy, settings)
         self.observer = Observer(engine, treeherder, clients, repo)
         self.backfill = backfill_settings_of(settings, backfill)
         # Status of every task as last stored by this process: unchanged tasks of a listed
