@@ -1,4 +1,4 @@
-"""`sheriff actions`, `sheriff retrigger`, `sheriff backfill request`: Taskcluster actions by hand.
+"""`sheriff actions`, `sheriff retrigger` and backfill requests: Taskcluster actions by hand.
 
 Every request goes through the request log (sheriff.actions.log): it is recorded before it
 is sent, and the same request again (the same idempotency key) sends nothing. Without
@@ -14,12 +14,6 @@ from typing import Any
 import typer
 
 from sheriff.cli.app import app
-
-backfill_app = typer.Typer(
-    help="Backfills: run a task's label on earlier pushes to find the culprit.",
-    no_args_is_help=True,
-)
-app.add_typer(backfill_app, name="backfill")
 
 LIVE_HELP = "Really send (needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)."
 KEY_HELP = "Idempotency key (default: derived from action, task and input)."
@@ -79,7 +73,8 @@ def retrigger(
     _request(protocol, "retrigger", task_id, {"times": times}, [label], live=live, key=key)
 
 
-@backfill_app.command("request")
+# Not a command of its own: `sheriff backfill TASK_ID` (cli/backfill.py) calls it for a task
+# sheriff has not ingested, where no backfill report can follow the request.
 def backfill_request(
     task_id: str = typer.Argument(..., help="Task whose label to run on earlier pushes."),
     depth: int = typer.Option(9, "--depth", min=1, max=25, help="How many earlier pushes."),

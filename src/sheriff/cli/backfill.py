@@ -31,8 +31,6 @@ backfill_app = typer.Typer(
     "`sheriff backfill TASK_ID` requests one by hand.",
     no_args_is_help=True,
 )
-# One `backfill` group only: this one replaces any registered before it.
-app.registered_groups[:] = [g for g in app.registered_groups if g.name != "backfill"]
 app.add_typer(backfill_app, name="backfill")
 
 LIVE_HELP = "Really send (needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)."
@@ -203,13 +201,11 @@ def _dispatch(engine: Any, record_id: int, *, live: bool) -> str:
 
 def _actions_request(task_id: str, *, depth: int, same_manifests: bool, live: bool) -> None:
     """A task sheriff has not ingested: the actions' own backfill request, nothing tracked."""
-    from sheriff.cli import actions
-    from sheriff.errors import InputError
+    from sheriff.cli.actions import backfill_request
 
-    send = getattr(actions, "backfill_request", None)
-    if send is None:
-        raise InputError(f"task {task_id} is not in the database: ingest its push first")
-    send(task_id=task_id, depth=depth, times=1, same_manifests=same_manifests, live=live, key=None)
+    backfill_request(
+        task_id=task_id, depth=depth, times=1, same_manifests=same_manifests, live=live, key=None
+    )
 
 
 @backfill_app.command("advance")
