@@ -38,6 +38,7 @@ from sheriff.triage.engine import PassSummary, Triage
 SIM_CLIENT_ID = "sheriff-dev"
 SIM_ACCESS_TOKEN = "sheriff-dev-token"
 EXTRA_HOURS = 12
+MAX_FAILED_PASSES = 3
 FINAL_VERDICTS = ("regression", "intermittent", "infra", "not-eligible", "classified", "wrong-tier")
 
 
@@ -146,9 +147,19 @@ def play(
             last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
             deadline = last_push + timedelta(hours=EXTRA_HOURS)
             window = timedelta(hours=6)
+            failures = 0
             while sim.now < deadline:
                 sim.advance(minutes=pass_minutes)
-                summary = triage.run_pass(since=sim.now - window, until=sim.now, now=sim.now)
+                try:
+                    summary = triage.run_pass(since=sim.now - window, until=sim.now, now=sim.now)
+                except ServiceError:
+                    # A pass that met an outage stops where it was; the next one continues,
+                    # as a cron-driven pass would. Only a lasting outage ends the play.
+                    failures += 1
+                    if failures >= MAX_FAILED_PASSES:
+                        raise
+                    continue
+                failures = 0
                 if progress:
                     share = (sim.now - begin) / (deadline - begin)
                     progress(min(1.0, share), summary)
