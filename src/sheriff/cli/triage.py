@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import typer
 
 from sheriff.cli.app import app
-from sheriff.errors import ConfigError, InputError
+from sheriff.errors import ConfigError, InputError, ServiceError
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -83,13 +83,21 @@ def triage(
     console = Console(stderr=True)
     while True:
         now = datetime.now(UTC)
-        with console.status("triage pass…") as status:
-            summary = runner.run_pass(
-                since=start or now - window,
-                until=end or now,
-                now=now,
-                progress=lambda message: status.update(f"triage: {message}"),
-            )
+        try:
+            with console.status("triage pass…") as status:
+                summary = runner.run_pass(
+                    since=start or now - window,
+                    until=end or now,
+                    now=now,
+                    progress=lambda message: status.update(f"triage: {message}"),
+                )
+        except ServiceError as exc:
+            if interval is None:
+                raise
+            # Repeating: an outage costs this pass only; the next one picks up from the store.
+            typer.echo(f"sheriff: error: {exc} (next pass in {every})", err=True)
+            time.sleep(interval.total_seconds())
+            continue
         decided = ", ".join(f"{n} {v}" for v, n in sorted(summary.decided.items())) or "none"
         typer.echo(
             f"{now:%Y-%m-%d %H:%M:%S}Z {runner.repo}: {summary.pushes} pushes, "
