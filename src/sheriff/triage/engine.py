@@ -257,14 +257,29 @@ class Triage:
                 ).scalars()
             )
             searched = backfill_pushes(conn)
-        return [
-            p
-            for p in pushes.values()
-            if p.push_id not in with_jobs
-            or p.push_id in unresolved
-            or p.push_id in open_
-            or p.push_id in searched
-        ]
+        must = {p for p in ids if p not in with_jobs or p in open_ or p in searched}
+        maybe = [p for p in unresolved if p not in must]
+        return [pushes[p] for p in ids if p in must or (p in maybe and self._moved(pushes[p]))]
+
+    def _moved(self, state: PushState) -> bool:
+        """Whether a push's task group may hold news: a run resolved since it was stored, or
+        a task sheriff does not know. Treeherder's job list of the push (resolved runs,
+        without task definitions) answers at a fraction of the cost of listing the group."""
+        th_push = self._treeherder_push_ids.get(state.revision)
+        if th_push is None:
+            return True
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(job.c.task_id, job.c.run_id, job.c.state).where(
+                    job.c.push_id == state.push_id
+                )
+            ).all()
+        known = {r.task_id for r in rows}
+        waiting = {(r.task_id, r.run_id) for r in rows if r.state != "completed"}
+        return any(
+            j["task_id"] not in known or (j["task_id"], int(j.get("retry_id", 0))) in waiting
+            for j in self.treeherder.jobs_of_push(th_push)
+        )
 
     def _list(self, state: PushState, summary: PassSummary) -> None:
         if state.decision_task_id is None:
