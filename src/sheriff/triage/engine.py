@@ -123,6 +123,9 @@ class Triage:
         # Ids of interned strings and manifest sets committed during this pass (cleared at
         # each pass, so that expiry by `sheriff cycle` never leaves a stale id behind long).
         self._interned: dict[str, dict[tuple, int]] = {}
+        # The last listing of each push's task group (its unfinished action tasks), reused
+        # while Treeherder shows nothing new on the push.
+        self._listings: dict[int, GroupListing] = {}
 
     def run_pass(
         self,
@@ -257,8 +260,18 @@ class Triage:
                 ).scalars()
             )
             searched = backfill_pushes(conn)
-        must = {p for p in ids if p not in with_jobs or p in open_ or p in searched}
-        maybe = [p for p in unresolved if p not in must]
+        # A push with open cases keeps the action tasks of its last listing in memory; a
+        # process that has none (just started) lists it again.
+        must = {
+            p
+            for p in ids
+            if p not in with_jobs or p in searched or (p in open_ and p not in self._listings)
+        }
+        for gone in set(self._listings) - set(ids):
+            del self._listings[gone]
+        maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
+        for p in maybe:
+            pushes[p].listing = self._listings.get(p)
         return [pushes[p] for p in ids if p in must or (p in maybe and self._moved(pushes[p]))]
 
     def _moved(self, state: PushState) -> bool:
@@ -289,6 +302,7 @@ class Triage:
         listing = list_group(self.clients, state.decision_task_id, self._stored_status)
         summary.groups_listed += 1
         state.listing = listing
+        self._listings[state.push_id] = listing
         with self.engine.begin() as conn:
             interner = Interner(conn, self._interned)
             stats = load_jobs(conn, listing.jobs, interner)
@@ -298,6 +312,7 @@ class Triage:
                 .values(decision_task_id=state.decision_task_id)
             )
         # Only once the jobs are committed:
+        listing.jobs = []  # stored; the listing is kept for its action tasks only
         self._stored_status.update(listing.status_keys)
         interner.publish(self._interned)
         self._load_manifests(state)
