@@ -70,3 +70,18 @@ def make_task(
 
 def new_task_id() -> str:
     return slugid.nice()
+
+
+def task_on_push(
+    push_index: int, label: str, platform: str, manifests: list[str] | None
+) -> dict[str, Any]:
+    """A task of push number `push_index` (one push an hour, each in its own group)."""
+    return make_task(
+        revision=f"rev{push_index:02d}",
+        pushlog_id=push_index,
+        label=label,
+        platform=platform,
+        manifests=manifests,
+        created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
+        task_group_id=f"group{push_index:02d}".ljust(22, "x"),
+    )

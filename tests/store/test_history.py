@@ -10,7 +10,7 @@ from sheriff.model.job import job_from_task
 from sheriff.store.history import PushHistory, failing_test, fleet_priors, past_cases
 from sheriff.store.loader import load_jobs
 from sheriff.store.schema import job, push, run_observation, triage_case
-from tests.factories import make_task, new_task_id
+from tests.factories import new_task_id, task_on_push
 
 LINUX, WIN = "linux1804-64-qr", "windows11-64-24h2"
 A, OTHER = "dom/a/browser.toml", "dom/z/browser.toml"
@@ -23,15 +23,7 @@ def load(engine, specs):
     """specs: (push, label, platform, manifests, failure lines or None for a pass) → job ids."""
     jobs, lines = [], []
     for push_index, label, plat, manifests, failed in specs:
-        task = make_task(
-            revision=f"rev{push_index:02d}",
-            pushlog_id=push_index,
-            label=label,
-            platform=plat,
-            manifests=manifests,
-            created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
-            task_group_id=f"group{push_index:02d}".ljust(22, "x"),
-        )
+        task = task_on_push(push_index, label, plat, manifests)
         run = {"state": "failed" if failed is not None else "completed"}
         jobs.append(job_from_task(new_task_id(), task, 0, run))
         lines.append(failed)

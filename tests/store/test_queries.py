@@ -8,7 +8,7 @@ from sheriff.model.job import job_from_task
 from sheriff.store import queries
 from sheriff.store.loader import load_jobs, load_push_manifests
 from sheriff.store.schema import job, job_type
-from tests.factories import make_task, new_task_id
+from tests.factories import new_task_id, task_on_push
 
 A, B, C, D = "a/browser.toml", "b/browser.toml", "c/browser.toml", "d/browser.toml"
 
@@ -17,15 +17,7 @@ def _load(engine, specs):
     """specs: (push index, label, platform, manifests) → {(push, label, platform): job id}."""
     jobs = []
     for push_index, label, plat, manifests in specs:
-        task = make_task(
-            revision=f"rev{push_index:02d}",
-            pushlog_id=push_index,
-            label=label,
-            platform=plat,
-            manifests=manifests,
-            created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
-            task_group_id=f"group{push_index:02d}".ljust(22, "x"),
-        )
+        task = task_on_push(push_index, label, plat, manifests)
         jobs.append(job_from_task(new_task_id(), task))
     with engine.begin() as conn:
         load_jobs(conn, jobs)
