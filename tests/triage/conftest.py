@@ -62,6 +62,6 @@ def drive(triage: Triage, sim: SimServer, *, minutes: int = 10, limit_hours: flo
     while sim.now < deadline:
         sim.advance(minutes=minutes)
         summary = one_pass(triage, sim)
-        if sim.world.finished and summary.open_cases == 0:
+        if sim.world.finished and summary.open_cases == 0 and summary.open_backfills == 0:
             return
     raise AssertionError("cases still open at the deadline")

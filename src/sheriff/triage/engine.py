@@ -23,6 +23,7 @@ from sheriff.actions import log as request_log
 from sheriff.actions.protocol import ActionsProtocol
 from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
 from sheriff.backfill import from_settings as backfill_from_settings
+from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.backfill.status import pushes_to_watch
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, TaskclusterNotFound
 from sheriff.ci.treeherder import Treeherder
@@ -34,6 +35,7 @@ from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
 from sheriff.store.schema import (
+    backfill_record,
     job,
     push,
     push_label_manifest_set,
@@ -66,6 +68,7 @@ class PassSummary:
     open_cases: int = 0
     backfill_requests: int = 0
     culprits: int = 0
+    open_backfills: int = 0
 
 
 def policy_named(name: str, settings: Settings | None = None) -> Policy:
@@ -193,6 +196,11 @@ class Triage:
                 sa.select(sa.func.count())
                 .select_from(triage_case)
                 .where(triage_case.c.state.in_(OPEN_STATES))
+            ).scalar_one()
+            summary.open_backfills = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(backfill_record)
+                .where(backfill_record.c.status.in_(OPEN_RECORD_STATUSES))
             ).scalar_one()
         return summary
 

@@ -163,7 +163,8 @@ def play(
                 if progress:
                     share = (sim.now - begin) / (deadline - begin)
                     progress(min(1.0, share), summary)
-                if sim.now >= last_push and sim.finished and summary.open_cases == 0:
+                done = summary.open_cases == 0 and summary.open_backfills == 0
+                if sim.now >= last_push and sim.finished and done:
                     break
             truth = sim.truth()
             stats = sim.stats()
