@@ -3,7 +3,8 @@
 All state lives in the database, so a pass can stop anywhere and the next one continues;
 two passes at once never ask twice (see `triage.cases`). A pass reads only what can
 still change: a push whose jobs have all resolved and whose cases are all decided is not
-listed again, and a run's finished observation is not fetched again.
+listed again, a push still at work is listed again only when Treeherder's job list shows
+news on it, and a run's finished observation is not fetched again.
 """
 
 from __future__ import annotations
