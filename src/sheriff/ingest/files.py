@@ -23,7 +23,7 @@ from sheriff.model.job import (
     NotATreeherderJob,
     TaskJob,
     TaskShapeError,
-    job_from_task,
+    jobs_of_task,
 )
 from sheriff.store.loader import (
     LoadStats,
@@ -79,9 +79,7 @@ def parse_task_file(path: Path) -> tuple[list[TaskJob], dict[str, int]]:
             task, status = entry["task"], entry["status"]
         task_id = (status or {}).get("taskId", key)
         try:
-            runs = (status or {}).get("runs") or [None]
-            for run_id, run in enumerate(runs):
-                jobs.append(job_from_task(task_id, task, run_id, run))
+            jobs.extend(jobs_of_task(task_id, task, (status or {}).get("runs")))
         except NotATreeherderJob as exc:
             skipped[str(exc)] = skipped.get(str(exc), 0) + 1
         except TaskShapeError as exc:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from sheriff.actions.strategies import REGISTRY
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterNotFound, paginate
-from sheriff.model.job import NotATreeherderJob, TaskJob, TaskShapeError, job_from_task
+from sheriff.model.job import NotATreeherderJob, TaskJob, TaskShapeError, jobs_of_task
 
 UNRESOLVED = frozenset({"unscheduled", "pending", "running"})
 
@@ -87,18 +87,6 @@ def _action_view(task_id: str, task: Mapping[str, Any], state: str) -> ActionTas
     )
 
 
-def jobs_of_entry(
-    task_id: str, task: Mapping[str, Any], status: Mapping[str, Any]
-) -> list[TaskJob]:
-    """Every run of one listed task as a job; an exception run followed by a rerun is `retry`."""
-    runs = status.get("runs") or [None]
-    jobs = [job_from_task(task_id, task, run_id, run) for run_id, run in enumerate(runs)]
-    return [
-        replace(j, result="retry") if j.result == "exception" and j.run_id < len(runs) - 1 else j
-        for j in jobs
-    ]
-
-
 def status_key(status: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a task's status: equal keys mean nothing new to store."""
     runs = status.get("runs") or []
@@ -125,7 +113,7 @@ def parse_listing(
             continue
         listing.status_keys[task_id] = key
         try:
-            listing.jobs.extend(jobs_of_entry(task_id, task, status))
+            listing.jobs.extend(jobs_of_task(task_id, task, status.get("runs")))
         except NotATreeherderJob:
             listing.skipped += 1
         except TaskShapeError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -245,3 +245,17 @@ def _job_from_task(
         start_time=parse_time(run.get("started")),
         end_time=parse_time(run.get("resolved")),
     )
+
+
+def jobs_of_task(
+    task_id: str, task: Mapping[str, Any], runs: list[Mapping[str, Any]] | None
+) -> list[TaskJob]:
+    """Every run of a task as a job (one unscheduled job without runs); an exception run
+    followed by an automatic rerun is `retry`, as Treeherder shows it."""
+    listed: list[Mapping[str, Any] | None] = list(runs) if runs else [None]
+    jobs = [job_from_task(task_id, task, run_id, run) for run_id, run in enumerate(listed)]
+    last = len(listed) - 1
+    return [
+        replace(j, result="retry") if j.result == "exception" and j.run_id < last else j
+        for j in jobs
+    ]

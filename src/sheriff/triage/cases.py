@@ -205,7 +205,9 @@ def advance_push(
 
         history = PushHistory(conn, push_id)
     for case in cases:
-        original = conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()
+        original = by_job.get(case["job_id"]) or dict(
+            conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()
+        )
         o = obs.get(original["id"]) or {}
         if case["state"] == "new":
             summary = o.get("errorsummary")
