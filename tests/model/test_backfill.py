@@ -43,7 +43,7 @@ def test_fail_rate_from_retriggers_is_not_overconfident() -> None:
     assert runs_needed(estimate_fail_rate(5, 5)) == 2  # one passing run is not enough
     assert estimate_fail_rate(2, 5) == pytest.approx(3 / 7)
     assert estimate_fail_rate(0, 5) == 0.2  # the floor
-    assert estimate_fail_rate(0, 0) == 1.0  # no retriggers: taken as permanent
+    assert estimate_fail_rate(0, 0) == 0.5  # no retriggers: nothing says it is permanent
 
 
 def test_outcome_needs_enough_clean_runs_but_one_reproduction() -> None:

@@ -18,6 +18,12 @@ def run(
         None, "--backfill", help="Backfill strategy: linear|bisect|off (default: setting)."
     ),
     json_out: Path = typer.Option(None, "--json", help="Also write the metrics to this file."),
+    database: str = typer.Option(
+        None,
+        "--database",
+        help="Keep sheriff's store at this database URL for a look afterwards "
+        "(default: a throwaway SQLite file).",
+    ),
 ) -> None:
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
     from sheriff.cli._progress import scenario_progress
@@ -26,7 +32,9 @@ def run(
 
     load_scenario(scenario)  # a bad scenario fails here, in one line, before any progress
     with scenario_progress(f"playing {scenario.name} ({policy})") as update:
-        metrics = play(scenario, policy=policy, backfill=backfill, progress=update)
+        metrics = play(
+            scenario, policy=policy, backfill=backfill, database_url=database, progress=update
+        )
     text = json.dumps(metrics, indent=2)
     if json_out is not None:
         json_out.write_text(text + "\n")

@@ -63,10 +63,10 @@ def estimate_fail_rate(reproduced: int, runs: int, *, floor: float = 0.2) -> flo
     Laplace's rule of succession, (k + 1) / (n + 2): five reproductions out of five say
     0.86, not 1, since a regression failing 80 % of the time does that one time in three,
     and taking it as permanent would call a push clean on a single passing run. Without
-    retriggers (a manual request) the failure is taken as permanent.
+    retriggers (a verdict from history alone, a manual request) that gives 1/2: nothing
+    says the failure is permanent, and an intermittent regression bisected as if it were
+    would be called clean on its first passing run.
     """
-    if runs <= 0:
-        return 1.0
     return max(floor, min(1.0, (reproduced + 1) / (runs + 2)))
 
 

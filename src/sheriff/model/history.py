@@ -20,7 +20,8 @@ P(regression)), starting from weak defaults, never from scenario files:
 
 The policy asks for retriggers in waves just large enough that the verdict could be due
 once they are back, stops as soon as P(regression) is above `upper` or below `lower`, and
-never exceeds `runs_wanted` runs; there the seed rule decides. See docs/history-policy.md.
+never exceeds `runs_wanted` runs; there the more likely verdict (P >= 0.5 or not) wins.
+See docs/history-policy.md.
 """
 
 from __future__ import annotations
@@ -250,8 +251,8 @@ class HistoryPolicy:
         "retriggers go out in waves just large enough that the verdict could be due; an "
         "intermittent verdict needs min_clean_runs retriggers that did not reproduce unless "
         "every line has an open intermittent bug, and never comes once min_reproductions "
-        "retriggers reproduced; at runs_wanted runs the seed rule decides. An original "
-        "without failure lines is intermittent."
+        "retriggers reproduced; at runs_wanted runs the more likely verdict (P >= 0.5) "
+        "wins. An original without failure lines is intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
@@ -298,8 +299,8 @@ class HistoryPolicy:
         p = priors.posterior(history.features, k=k, n=n, runs=runs)
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced"
         known_flake = bool(history.features.get("open_bug"))
-        # Never overrule what the seed rule would call a regression with an intermittent:
-        # such a case runs on to runs_wanted, where the seed rule decides.
+        # No intermittent verdict before the cap once the seed rule's reproductions are in:
+        # such a case spends every run, and then the model weighs them.
         enough = k < evidence.min_reproductions and (
             known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
         )
@@ -329,14 +330,15 @@ class HistoryPolicy:
             )
         room = evidence.runs_missing
         if room == 0:
-            # Every run spent and still unsure: the seed rule decides, so that a case the
-            # model cannot settle is never worse off than under the seed rule.
-            seed = k >= evidence.min_reproductions
-            verdict = Verdict.REGRESSION if seed else Verdict.INTERMITTENT
+            # Every run spent and still between the thresholds: the more likely hypothesis
+            # wins. The seed rule would call every test that flakes twice in five runs a
+            # regression; the model already weighs those two reproductions against the
+            # test's history.
+            verdict = Verdict.REGRESSION if p >= 0.5 else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
-                f"{why}; all {evidence.runs_wanted} runs used, deciding by the seed rule "
-                f"({evidence.min_reproductions} reproductions for a regression)",
+                f"{why}; all {evidence.runs_wanted} runs used, the more likely verdict "
+                f"(P {'>=' if p >= 0.5 else '<'} 0.5)",
                 facts,
                 history,
                 k,

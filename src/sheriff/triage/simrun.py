@@ -30,7 +30,7 @@ from sheriff.backfill import culprit_metrics
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
-from sheriff.errors import ServiceError
+from sheriff.errors import InputError, ServiceError
 from sheriff.store.db import open_database
 from sheriff.store.schema import job, job_type, push, triage_case
 from sheriff.triage.engine import PassSummary, Triage
@@ -119,6 +119,10 @@ def play(
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
         engine = open_database(url)
+        with engine.connect() as conn:
+            if conn.execute(sa.select(push.c.id).limit(1)).first() is not None:
+                engine.dispose()
+                raise InputError(f"{url} already holds pushes: play needs an empty store")
         with SimProcess(Path(scenario_path)) as sim:
             settings = load_settings(
                 database_url=url,
