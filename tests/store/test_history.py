@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from sheriff.model.job import job_from_task
 from sheriff.store.history import PushHistory, failing_test, fleet_priors, past_cases
-from sheriff.store.loader import load_jobs
+from sheriff.store.loader import load_jobs, load_push_manifests
 from sheriff.store.schema import job, push, run_observation, triage_case
 from tests.factories import new_task_id, task_on_push
 
@@ -161,3 +161,24 @@ def test_priors_are_fitted_from_decided_history_cases_only(engine) -> None:
         (0.99, 2, 2, {"streak": True}, 0.9)
     ]
     assert priors.cases == 1 and priors.base_rate > 0.5
+
+
+def test_only_manifests_that_list_the_test_say_it_ran(engine) -> None:
+    # dom/a holds two manifests; the test is in browser.toml only. Without tests-by-manifest
+    # both count as having run it; once it is known, the other manifest's runs do not.
+    plain = "dom/a/mochitest.toml"
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], None),
+            (1, "mochitest-plain-1", LINUX, [plain], None),
+            (2, "bc1", LINUX, [A], [LINE]),
+        ],
+    )
+    assert history_of(engine, ids[-1]).runs == (False, False)
+    with engine.begin() as conn:
+        push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == ids[0])).scalar_one()
+        load_push_manifests(
+            conn, push_id, {}, {A: ["dom/a/test_a.html"], plain: ["dom/a/test_plain.html"]}
+        )
+    assert history_of(engine, ids[-1]).runs == (False,)

@@ -16,12 +16,15 @@ import sqlalchemy as sa
 
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 from sheriff.model.history import CaseHistory, PastCase, Priors, fit_priors
+from sheriff.store.loader import chunks
 from sheriff.store.schema import (
     job,
     manifest,
     manifest_set_member,
+    manifest_test,
     push,
     run_observation,
+    test_path,
     triage_case,
 )
 
@@ -33,7 +36,7 @@ VERDICTS = ("regression", "intermittent")
 def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> list[PastCase]:
     """Earlier cases of the repository decided by the history policy, newest first."""
     rows = conn.execute(
-        sa.select(triage_case.c.p_regression, triage_case.c.evidence)
+        sa.select(triage_case.c.id, triage_case.c.p_regression, triage_case.c.decided_at)
         .join(push, push.c.id == triage_case.c.push_id)
         .where(
             push.c.repository_id == repository_id,
@@ -44,21 +47,37 @@ def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> li
         .order_by(triage_case.c.decided_at.desc())
         .limit(limit)
     ).all()
-    out = []
-    for p, evidence in rows:
-        details = (evidence or {}).get("history") or {}
-        if "k" not in details or "n" not in details:
-            continue
-        out.append(
-            PastCase(
-                p=float(p),
-                k=int(details["k"]),
-                n=int(details["n"]),
-                features={str(k): bool(v) for k, v in (details.get("features") or {}).items()},
-                p_retriggers=details.get("p_retriggers"),
-            )
-        )
-    return out
+    # A decided case's evidence never changes: each is read and parsed once per process
+    # (keyed by what would differ if the id were reused, as in a database made anew).
+    known = _PAST.setdefault(conn.engine.url.render_as_string(hide_password=True), {})
+    missing = [r.id for r in rows if known.get(r.id, (None,))[0] != (r.p_regression, r.decided_at)]
+    for chunk in chunks(missing, 500):
+        for r in conn.execute(
+            sa.select(
+                triage_case.c.id,
+                triage_case.c.p_regression,
+                triage_case.c.decided_at,
+                triage_case.c.evidence,
+            ).where(triage_case.c.id.in_(chunk))
+        ):
+            known[r.id] = ((r.p_regression, r.decided_at), _past_case(r.p_regression, r.evidence))
+    return [case for r in rows if (case := known[r.id][1]) is not None]
+
+
+def _past_case(p: float | None, evidence: Mapping[str, Any] | None) -> PastCase | None:
+    details = (evidence or {}).get("history") or {}
+    if p is None or "k" not in details or "n" not in details:
+        return None
+    return PastCase(
+        p=float(p),
+        k=int(details["k"]),
+        n=int(details["n"]),
+        features={str(k): bool(v) for k, v in (details.get("features") or {}).items()},
+        p_retriggers=details.get("p_retriggers"),
+    )
+
+
+_PAST: dict[str, dict[int, tuple[tuple[Any, ...], PastCase | None]]] = {}
 
 
 # Fitted priors per repository, refitted only when a case was decided since: every pass
@@ -232,15 +251,35 @@ class PushHistory:
         return out[:RUNS_LOOKED_AT]
 
     def _sets_running(self, test: str | None) -> list[int]:
-        """Manifest sets holding a manifest of the test's directory."""
-        if not test or "/" not in test:
+        """Manifest sets that ran the test: those holding a manifest that lists it, or,
+        when no manifest is known to list it (tests-by-manifest not loaded), a manifest of
+        its directory."""
+        if not test:
+            return []
+        if test not in self.sets_of:
+            self.sets_of[test] = self._sets_listing(test) or self._sets_in_folder(test)
+        return self.sets_of[test]
+
+    def _sets_listing(self, test: str) -> list[int]:
+        # A directory often holds several manifests (browser.toml, mochitest.toml, …) run
+        # by different suites: only the ones that list the test say whether it ran.
+        return list(
+            self.conn.execute(
+                sa.select(manifest_set_member.c.manifest_set_id)
+                .distinct()
+                .join(
+                    manifest_test,
+                    manifest_test.c.manifest_id == manifest_set_member.c.manifest_id,
+                )
+                .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
+                .where(test_path.c.path == test)
+            ).scalars()
+        )
+
+    def _sets_in_folder(self, test: str) -> list[int]:
+        if "/" not in test:
             return []
         folder = posixpath.dirname(test)
-        if folder not in self.sets_of:
-            self.sets_of[folder] = self._sets_in(folder)
-        return self.sets_of[folder]
-
-    def _sets_in(self, folder: str) -> list[int]:
         prefix = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/"
         found = self.conn.execute(
             sa.select(manifest.c.id, manifest.c.path).where(

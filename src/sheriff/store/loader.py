@@ -41,7 +41,7 @@ CHUNK = 500
 COPY_THRESHOLD = 2000
 
 
-def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -52,7 +52,7 @@ def insert_ignoring_conflicts(conn: sa.Connection, table: sa.Table, rows: list[d
         return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     stmt = dialect.insert(table).on_conflict_do_nothing()
-    for chunk in _chunks(rows):
+    for chunk in chunks(rows):
         conn.execute(stmt, list(chunk))
 
 
@@ -112,7 +112,7 @@ class Interner:
             # Filter on the first column only: PostgreSQL plans a row-value IN list as a
             # sequential scan, while a plain IN list uses the unique index.
             firsts = sorted({k[0] for k in missing})
-            for chunk in _chunks(firsts):
+            for chunk in chunks(firsts):
                 rows = self.conn.execute(sa.select(table.c.id, *cols).where(cols[0].in_(chunk)))
                 for row in rows:
                     key = tuple(row[1:])
@@ -156,7 +156,7 @@ class Interner:
 
     def _select_sets(self, digests: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
-        for chunk in _chunks(list(digests)):
+        for chunk in chunks(list(digests)):
             rows = self.conn.execute(
                 sa.select(manifest_set.c.digest, manifest_set.c.id).where(
                     manifest_set.c.digest.in_(chunk)
@@ -186,7 +186,7 @@ def ensure_pushes(
     insert_ignoring_conflicts(conn, push, rows)
     found: dict[PushRef, int] = {}
     by_key = {(repo_ids[(r.repository,)], r.revision): r for r in pushes}
-    for chunk in _chunks(list(by_key)):
+    for chunk in chunks(list(by_key)):
         result = conn.execute(
             sa.select(
                 push.c.id, push.c.repository_id, push.c.revision, push.c.decision_task_id
@@ -308,7 +308,7 @@ def write_runs(conn: sa.Connection, rows: list[dict[str, Any]], stats: LoadStats
     else:
         dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
         stmt = _upsert_runs(dialect.insert(job))
-        for chunk in _chunks(ordered, 1000):
+        for chunk in chunks(ordered, 1000):
             written.extend(conn.execute(stmt, list(chunk)).scalars())
     # Ids only grow, so a returned id above the previous maximum is a new row.
     inserted = sum(1 for job_id in written if job_id > max_before)
@@ -385,7 +385,7 @@ def _planned_manifest_sets(conn: sa.Connection, push_ids: set[int]) -> dict[tupl
     if not push_ids:
         return {}
     planned: dict[tuple[int, str], int] = {}
-    for chunk in _chunks(sorted(push_ids)):
+    for chunk in chunks(sorted(push_ids)):
         result = conn.execute(
             sa.select(
                 push_label_manifest_set.c.push_id,
@@ -400,7 +400,7 @@ def _planned_manifest_sets(conn: sa.Connection, push_ids: set[int]) -> dict[tupl
 
 def _stored_test_counts(conn: sa.Connection, manifest_ids: Sequence[int]) -> dict[int, int]:
     counts: dict[int, int] = {}
-    for chunk in _chunks(sorted(set(manifest_ids))):
+    for chunk in chunks(sorted(set(manifest_ids))):
         rows = conn.execute(
             sa.select(manifest_test.c.manifest_id, sa.func.count())
             .where(manifest_test.c.manifest_id.in_(chunk))
@@ -464,7 +464,7 @@ def load_push_manifests(
     )
     params = [{"label": label[:99], "set_id": set_ids[s]} for label, s in sets.items() if s]
     updated = 0
-    for chunk in _chunks(params):
+    for chunk in chunks(params):
         updated += sum(conn.execute(stmt, [p]).rowcount for p in chunk)
     return {
         "labels": len(params),
@@ -479,7 +479,7 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
     stats = LoadStats()
     task_ids = sorted({r.task_id for r in runs})
     identity: dict[str, dict[str, Any]] = {}
-    for chunk in _chunks(task_ids):
+    for chunk in chunks(task_ids):
         result = conn.execute(
             sa.select(job).where(job.c.task_id.in_(chunk)).order_by(job.c.run_id.desc())
         )
