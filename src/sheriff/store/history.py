@@ -78,6 +78,7 @@ def _past_case(p: float | None, evidence: Mapping[str, Any] | None) -> PastCase 
 
 
 _PAST: dict[str, dict[int, tuple[tuple[Any, ...], PastCase | None]]] = {}
+_LISTING: dict[str, dict[str, list[int]]] = {}  # database → test path → manifest ids
 
 
 # Fitted priors per repository, refitted only when a case was decided since: every pass
@@ -147,6 +148,7 @@ class PushHistory:
         self.failed = self._failed_runs([self.push_id, *self.earlier])
         self.lines_of = {r["id"]: r["lines"] for r in self.failed}
         self.sets_of: dict[str, list[int]] = {}
+        self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
         rows = self.conn.execute(
@@ -263,16 +265,34 @@ class PushHistory:
     def _sets_listing(self, test: str) -> list[int]:
         # A directory often holds several manifests (browser.toml, mochitest.toml, …) run
         # by different suites: only the ones that list the test say whether it ran.
+        if self.listing is None:
+            # One look-up for the failing tests of the whole push (one scan of the links).
+            tests = {
+                t
+                for r in self.failed
+                if r["push_id"] == self.push_id
+                for t in map(failing_test, r["lines"])
+                if t
+            }
+            self.listing = {}
+            for chunk in chunks(sorted(tests), 500):
+                wanted = sa.select(test_path.c.id).where(test_path.c.path.in_(chunk))
+                for path, manifest_id in self.conn.execute(
+                    sa.select(test_path.c.path, manifest_test.c.manifest_id)
+                    .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
+                    .where(manifest_test.c.test_path_id.in_(wanted))
+                ):
+                    self.listing.setdefault(path, []).append(manifest_id)
+        return self._sets_holding(self.listing.get(test, []))
+
+    def _sets_holding(self, manifest_ids: Sequence[int]) -> list[int]:
+        if not manifest_ids:
+            return []
         return list(
             self.conn.execute(
                 sa.select(manifest_set_member.c.manifest_set_id)
                 .distinct()
-                .join(
-                    manifest_test,
-                    manifest_test.c.manifest_id == manifest_set_member.c.manifest_id,
-                )
-                .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
-                .where(test_path.c.path == test)
+                .where(manifest_set_member.c.manifest_id.in_(manifest_ids))
             ).scalars()
         )
 
@@ -286,15 +306,8 @@ class PushHistory:
                 manifest.c.path.like(prefix + "%", escape="\\")
             )
         ).all()
-        ids = [mid for mid, path in found if "/" not in path[len(folder) + 1 :]]
-        if not ids:
-            return []
-        return list(
-            self.conn.execute(
-                sa.select(manifest_set_member.c.manifest_set_id)
-                .distinct()
-                .where(manifest_set_member.c.manifest_id.in_(ids))
-            ).scalars()
+        return self._sets_holding(
+            [mid for mid, path in found if "/" not in path[len(folder) + 1 :]]
         )
 
 
