@@ -1,6 +1,7 @@
 """The migrations build exactly the schema the code declares, on both backends."""
 
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -21,3 +22,54 @@ def test_open_database_migrates_an_empty_file(tmp_path) -> None:
     assert db.current_revision(engine) == db.head_revision()
     assert "job" in sa.inspect(engine).get_table_names()
     engine.dispose()
+
+
+def test_0005_keeps_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) -> None:
+    """Down to 0004 and up again with data: the job rebuild (SQLite) loses nothing."""
+    config = db.alembic_config(engine)
+    try:
+        command.downgrade(config, "0004")
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO repository (id, name) VALUES (1, 'autoland')"))
+            conn.execute(
+                sa.text(
+                    "INSERT INTO push (id, repository_id, revision, push_time) "
+                    "VALUES (1, 1, 'abc', '2026-11-01 00:00:00')"
+                )
+            )
+            for table, name in (("platform", None), ("job_group", "g"), ("job_type", "t")):
+                values = "(1, 'linux', 'linux64', 'x86_64')" if name is None else "(1, 'n', 's')"
+                conn.execute(sa.text(f"INSERT INTO {table} VALUES {values}"))
+            conn.execute(sa.text("INSERT INTO task_queue (id, name) VALUES (1, 'q')"))
+            conn.execute(
+                sa.text(
+                    "INSERT INTO job (id, submit_time, push_id, repository_id, build_platform_id, "
+                    "machine_platform_id, job_group_id, job_type_id, task_queue_id, run_id, tier, "
+                    "task_id, option_collection, job_kind, state, result) VALUES (1, "
+                    "'2026-11-01 00:00:00', 1, 1, 1, 1, 1, 1, 1, 0, 1, 'AAAAAAAAAAAAAAAAAAAAAA', "
+                    "'opt', 'test', 'completed', 'testfailed')"
+                )
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO run_observation (job_id, parse_status, updated_at) "
+                    "VALUES (1, 'parsed', '2026-11-01 00:00:00')"
+                )
+            )
+        command.upgrade(config, "head")
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT state, result, job_kind FROM job")).one() == (
+                "completed",
+                "testfailed",
+                "test",
+            )
+            assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
+        command.downgrade(config, "0004")
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT result FROM job")).scalar() == "testfailed"
+            assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
+    finally:
+        command.upgrade(config, "head")
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []

@@ -7,7 +7,7 @@ from sheriff.cli.app import app
 
 @app.command("cycle")
 def cycle(
-    days: int = typer.Option(120, min=1, help="Delete jobs submitted more than N days ago."),
+    days: int = typer.Option(120, min=1, help="Delete jobs of pushes more than N days old."),
     chunk_size: int = typer.Option(
         5000, "--chunk-size", min=1, help="Rows deleted per transaction."
     ),

@@ -18,8 +18,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from sheriff.model.job import STATE_RANK, PushRef, TaskJob, parse_time, run_state_and_result
+from sheriff.model.job import (
+    STATE_RANK,
+    PushRef,
+    TaskJob,
+    TaskShapeError,
+    parse_time,
+    run_state_and_result,
+)
 from sheriff.store.schema import (
+    JOB_KINDS,
     job,
     job_group,
     job_type,
@@ -104,21 +112,35 @@ class Interner:
         cache = self._table_cache(table.name)
         missing = sorted({k for k in keys if k not in cache})
         if missing:
-            insert_ignoring_conflicts(
-                self.conn, table, [dict(zip(columns, k, strict=True)) for k in missing]
-            )
-            cols = [table.c[c] for c in columns]
-            wanted = set(missing)
-            # Filter on the first column only: PostgreSQL plans a row-value IN list as a
-            # sequential scan, while a plain IN list uses the unique index.
-            firsts = sorted({k[0] for k in missing})
-            for chunk in chunks(firsts):
-                rows = self.conn.execute(sa.select(table.c.id, *cols).where(cols[0].in_(chunk)))
-                for row in rows:
-                    key = tuple(row[1:])
-                    if key in wanted:
-                        cache[key] = row[0]
+            # Most strings are stored already: look them up first and insert only the rest
+            # (an INSERT … ON CONFLICT costs a speculative insertion per row).
+            self._select_into(cache, table, columns, missing)
+            new = [k for k in missing if k not in cache]
+            if new:
+                insert_ignoring_conflicts(
+                    self.conn, table, [dict(zip(columns, k, strict=True)) for k in new]
+                )
+                self._select_into(cache, table, columns, new)
         return cache
+
+    def _select_into(
+        self,
+        cache: ChainMap[tuple, int],
+        table: sa.Table,
+        columns: tuple[str, ...],
+        keys: Sequence[tuple],
+    ) -> None:
+        cols = [table.c[c] for c in columns]
+        wanted = set(keys)
+        # Filter on the first column only: PostgreSQL plans a row-value IN list as a
+        # sequential scan, while a plain IN list uses the unique index.
+        firsts = sorted({k[0] for k in keys})
+        for chunk in chunks(firsts):
+            rows = self.conn.execute(sa.select(table.c.id, *cols).where(cols[0].in_(chunk)))
+            for row in rows:
+                key = tuple(row[1:])
+                if key in wanted:
+                    cache[key] = row[0]
 
     def id(self, table: sa.Table, columns: tuple[str, ...], key: tuple) -> int:
         return self.ids(table, columns, [key])[key]
@@ -130,11 +152,12 @@ class Interner:
         cache = self._table_cache("manifest_set")
         new_digests = [d for d in by_digest if (d,) not in cache]
         if new_digests:
-            manifest_ids = self.ids(
-                manifest, ("path",), {(p,) for d in new_digests for p in by_digest[d]}
-            )
             existing = self._select_sets(new_digests)
             fresh = [d for d in new_digests if d not in existing]
+            # Only the members of sets not stored yet need their manifests' ids.
+            manifest_ids = self.ids(
+                manifest, ("path",), {(p,) for d in fresh for p in by_digest[d]}
+            )
             insert_ignoring_conflicts(
                 self.conn,
                 manifest_set,
@@ -217,6 +240,11 @@ def load_jobs(
     stats = LoadStats()
     if not jobs:
         return stats
+    unknown = {j.job_kind for j in jobs} - set(JOB_KINDS)
+    if unknown:
+        raise TaskShapeError(
+            f"job kind {sorted(unknown)} is not one of Treeherder's {', '.join(JOB_KINDS)}"
+        )
 
     by_push: dict[PushRef, list[TaskJob]] = {}
     for j in jobs:
@@ -360,8 +388,15 @@ def _rank_sql(state: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
     return sa.case({name: rank for name, rank in STATE_RANK.items()}, value=state, else_=-1)
 
 
+def _as_text(column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+    # `excluded.*` loses the column's PostgreSQL enum type, so compare as text.
+    return sa.cast(column, sa.String)
+
+
 def _forward_sql(old_state, old_result, new_state, new_result):  # type: ignore[no-untyped-def]
     """SQL twin of `_moves_forward`."""
+    old_state, old_result = _as_text(old_state), _as_text(old_result)
+    new_state, new_result = _as_text(new_state), _as_text(new_result)
     return sa.or_(
         _rank_sql(new_state) > _rank_sql(old_state),
         sa.and_(

@@ -9,6 +9,9 @@ from sheriff.store.schema.actions import action_request
 from sheriff.store.schema.backfill import backfill_record, backfill_report
 from sheriff.store.schema.base import metadata
 from sheriff.store.schema.core import (
+    JOB_KINDS,
+    JOB_RESULTS,
+    JOB_STATES,
     job,
     job_group,
     job_type,
@@ -26,6 +29,9 @@ from sheriff.store.schema.core import (
 from sheriff.store.schema.triage import run_observation, triage_case
 
 __all__ = [
+    "JOB_KINDS",
+    "JOB_RESULTS",
+    "JOB_STATES",
     "action_request",
     "backfill_record",
     "backfill_report",

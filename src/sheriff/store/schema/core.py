@@ -6,6 +6,12 @@ collection, tier and job kind: no hash. Strings that recur on many jobs (platfor
 groups, labels, queues, manifest and test paths) are interned in small tables and
 referenced by integer, which is what keeps a job near 200 bytes; see docs/storage.md
 for the measurements behind the manifest-set layout.
+
+The job's references to those interned tables (repository, platforms, group, type,
+queue) are plain integers without a foreign key constraint: PostgreSQL checks a foreign
+key with one trigger query per row, which cost three quarters of a bulk insert, while
+the loader takes every id from those tables in the same transaction and nothing ever
+deletes from them. References to rows that expire (push, manifest set) keep theirs.
 """
 
 from sqlalchemy import (
@@ -21,7 +27,23 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from sheriff.store.schema.base import BigId, metadata
+from sheriff.store.schema.base import BigId, metadata, string_enum
+
+# Treeherder's job states and results as sheriff writes them (model/job.py; `retry` is a
+# run that Taskcluster reran), and Taskcluster's treeherder `jobKind`. Native enums (4
+# bytes) on PostgreSQL, plain strings on SQLite.
+JOB_STATES = ("unscheduled", "pending", "running", "completed")
+JOB_RESULTS = (
+    "success",
+    "testfailed",
+    "busted",
+    "exception",
+    "usercancel",
+    "superseded",
+    "retry",
+    "unknown",
+)
+JOB_KINDS = ("build", "test", "other")
 
 repository = Table(
     "repository",
@@ -141,12 +163,13 @@ job = Table(
     Column("start_time", DateTime(timezone=True)),
     Column("end_time", DateTime(timezone=True)),
     Column("push_id", ForeignKey("push.id", ondelete="CASCADE"), nullable=False),
-    Column("repository_id", ForeignKey("repository.id"), nullable=False),
-    Column("build_platform_id", ForeignKey("platform.id"), nullable=False),
-    Column("machine_platform_id", ForeignKey("platform.id"), nullable=False),
-    Column("job_group_id", ForeignKey("job_group.id"), nullable=False),
-    Column("job_type_id", ForeignKey("job_type.id"), nullable=False),
-    Column("task_queue_id", ForeignKey("task_queue.id"), nullable=False),
+    # Interned ids without a foreign key constraint (see the module docstring).
+    Column("repository_id", Integer, nullable=False),
+    Column("build_platform_id", Integer, nullable=False),
+    Column("machine_platform_id", Integer, nullable=False),
+    Column("job_group_id", Integer, nullable=False),
+    Column("job_type_id", Integer, nullable=False),
+    Column("task_queue_id", Integer, nullable=False),
     Column("manifest_set_id", ForeignKey("manifest_set.id")),
     Column("run_id", SmallInteger, nullable=False),
     Column("tier", SmallInteger, nullable=False),
@@ -157,9 +180,9 @@ job = Table(
     # ids and the state below, that is the whole job.
     Column("task_id", String(22), nullable=False),
     Column("option_collection", String(32), nullable=False),
-    Column("job_kind", String(16), nullable=False),
-    Column("state", String(16), nullable=False),  # Treeherder's: pending/running/completed
-    Column("result", String(16), nullable=False),  # success/testfailed/exception/…/unknown
+    Column("job_kind", string_enum("job_kind", JOB_KINDS), nullable=False),
+    Column("state", string_enum("job_state", JOB_STATES), nullable=False),
+    Column("result", string_enum("job_result", JOB_RESULTS), nullable=False),
     Column("action", String(32)),  # tags.action: the action that created this task
     # extra.parent when it is not the push's decision task (an action task); null otherwise.
     Column("parent_task_id", String(22)),
@@ -168,5 +191,5 @@ job = Table(
     Index(None, "push_id", "job_type_id"),
     # "Jobs on this platform configuration that ran these manifests, over these pushes."
     Index(None, "manifest_set_id", "push_id"),
-    Index(None, "submit_time"),
+    # No index on submit_time: `sheriff cycle` expires jobs through their push's time.
 )
