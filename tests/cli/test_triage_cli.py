@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from sheriff.sim.scenario import load_scenario
@@ -48,14 +51,59 @@ def test_triage_rejects_a_bad_window_in_one_line(tmp_path: Path) -> None:
         assert result.stderr.startswith("sheriff: error: ") and "Traceback" not in result.stderr
 
 
-def test_sim_run_prints_the_metrics(tmp_path: Path) -> None:
-    out = tmp_path / "metrics.json"
-    result = _run(["sim", "run", "--scenario", str(TINY), "--json", str(out)], tmp_path)
+def test_sim_run_prints_the_metrics_and_keeps_the_store_when_asked(tmp_path: Path) -> None:
+    out, kept = tmp_path / "metrics.json", tmp_path / "kept.db"
+    args = ["sim", "run", "--scenario", str(TINY), "--database", f"sqlite:///{kept}"]
+    result = _run([*args, "--json", str(out)], tmp_path)
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
     assert json.loads(result.stdout) == metrics
     assert metrics["scenario"] == "tiny" and metrics["verdicts"]["pending"] == 0
     assert metrics["excess_retriggers"] == 0
+    with sqlite3.connect(kept) as conn:
+        decided = conn.execute("SELECT count(*) FROM triage_case WHERE state = 'decided'")
+        assert decided.fetchone()[0] == metrics["cases"]
+    # A second play would mix two histories in one store: refused in one line.
+    again = _run(args, tmp_path)
+    assert again.returncode != 0 and "already holds pushes" in again.stderr
+    assert again.stderr.strip().count("\n") == 0
+
+
+def test_a_killed_sim_run_leaves_no_simulator_behind(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from sheriff.triage.simrun import SimProcess\n"
+        "with SimProcess(Path(sys.argv[1])) as sim:\n"
+        "    print(sim._process.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script, str(TINY)], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)  # no chance to clean up
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.2)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)  # reaps it if it is our zombie
+    except ChildProcessError:
+        pass  # not our child (reparented): ask the kernel
+    else:
+        if waited:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def test_demo_prints_a_report_and_leaves_its_database(tmp_path: Path) -> None:

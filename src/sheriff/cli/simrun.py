@@ -28,9 +28,12 @@ def run(
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
     from sheriff.cli._progress import scenario_progress
     from sheriff.sim.scenario import load_scenario
-    from sheriff.triage.simrun import play
+    from sheriff.triage.simrun import play, require_empty_store
 
-    load_scenario(scenario)  # a bad scenario fails here, in one line, before any progress
+    # Bad input fails here, in one line, before any progress bar.
+    load_scenario(scenario)
+    if database is not None:
+        require_empty_store(database).dispose()
     with scenario_progress(f"playing {scenario.name} ({policy})") as update:
         metrics = play(
             scenario, policy=policy, backfill=backfill, database_url=database, progress=update

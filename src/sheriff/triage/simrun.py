@@ -61,6 +61,7 @@ class SimProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         assert self._process.stdout is not None
         line = self._process.stdout.readline().strip()
@@ -101,6 +102,27 @@ class SimProcess:
         return self._admin.get("/__sim__/stats").json()
 
 
+def require_empty_store(url: str) -> sa.Engine:
+    """The store at `url`, migrated, if it holds no push yet: two plays in one store would
+    mix their histories and their metrics."""
+    engine = open_database(url)
+    with engine.connect() as conn:
+        empty = conn.execute(sa.select(push.c.id).limit(1)).first() is None
+    if not empty:
+        engine.dispose()
+        raise InputError(f"{url} already holds pushes: play needs an empty store")
+    return engine
+
+
+def _die_with_parent() -> None:
+    """In the child: end when the parent does, even when it is killed and cannot clean up
+    (a simulator left behind keeps a core and half a gigabyte)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def play(
     scenario_path: str | Path,
     *,
@@ -118,11 +140,7 @@ def play(
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
-        engine = open_database(url)
-        with engine.connect() as conn:
-            if conn.execute(sa.select(push.c.id).limit(1)).first() is not None:
-                engine.dispose()
-                raise InputError(f"{url} already holds pushes: play needs an empty store")
+        engine = require_empty_store(url)
         with SimProcess(Path(scenario_path)) as sim:
             settings = load_settings(
                 database_url=url,
