@@ -44,7 +44,7 @@ from sheriff.store.schema import (
     triage_case,
 )
 from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
-from sheriff.triage.observe import Observer, RunRef, latest_runs
+from sheriff.triage.observe import Observer, RunRef, fetchers, latest_runs
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,14 @@ class Triage:
         self._interned.clear()
         pushes = self._discover(since, until)
         summary.pushes = len(pushes)
-        for state in self._to_list(pushes):
-            say(f"listing task group of {state.revision[:12]}")
-            self._list(state, summary)
+        to_list = self._to_list(pushes)
+        # Listing is waiting on the network; storing is work on the database: the next
+        # groups are fetched while one is stored.
+        with fetchers() as pool:
+            for state, listing in zip(to_list, pool.map(self._fetch_listing, to_list), strict=True):
+                say(f"listing task group of {state.revision[:12]}")
+                if listing is not None:
+                    self._store_listing(state, listing, summary)
         listed = [p for p in pushes.values() if p.listing is not None]
         with self.engine.begin() as conn:
             summary.cases_opened = open_cases(
@@ -281,14 +286,21 @@ class Triage:
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
-        return [pushes[p] for p in ids if p in must or (p in maybe and self._moved(pushes[p]))]
+        th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
+        with fetchers() as pool:
+            th_jobs = pool.map(
+                lambda th: None if th is None else self.treeherder.jobs_of_push(th), th_pushes
+            )
+            pairs = zip(maybe, th_jobs, strict=True)
+            moved = {p for p, jobs in pairs if self._moved(pushes[p], jobs)}
+        return [pushes[p] for p in ids if p in must or p in moved]
 
-    def _moved(self, state: PushState) -> bool:
+    def _moved(self, state: PushState, th_jobs: Sequence[dict] | None) -> bool:
         """Whether a push's task group may hold news: a run resolved since it was stored, or
-        a task sheriff does not know. Treeherder's job list of the push (resolved runs,
-        without task definitions) answers at a fraction of the cost of listing the group."""
-        th_push = self._treeherder_push_ids.get(state.revision)
-        if th_push is None:
+        a task sheriff does not know. Treeherder's job list of the push (`th_jobs`: resolved
+        runs, without task definitions; None when Treeherder does not know the push)
+        answers at a fraction of the cost of listing the group."""
+        if th_jobs is None:
             return True
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -300,15 +312,19 @@ class Triage:
         waiting = {(r.task_id, r.run_id) for r in rows if r.state != "completed"}
         return any(
             j["task_id"] not in known or (j["task_id"], int(j.get("retry_id", 0))) in waiting
-            for j in self.treeherder.jobs_of_push(th_push)
+            for j in th_jobs
         )
 
-    def _list(self, state: PushState, summary: PassSummary) -> None:
+    def _fetch_listing(self, state: PushState) -> GroupListing | None:
+        """The push's task group as Taskcluster lists it (network only: runs in a fetcher
+        thread); None while its decision task is not indexed yet."""
         if state.decision_task_id is None:
             state.decision_task_id = find_decision_task(self.clients, self.repo, state.revision)
             if state.decision_task_id is None:
-                return  # the decision task has not been indexed yet
-        listing = list_group(self.clients, state.decision_task_id, self._stored_status)
+                return None
+        return list_group(self.clients, state.decision_task_id, self._stored_status)
+
+    def _store_listing(self, state: PushState, listing: GroupListing, summary: PassSummary) -> None:
         summary.groups_listed += 1
         state.listing = listing
         self._listings[state.push_id] = listing

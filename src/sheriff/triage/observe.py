@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,14 @@ from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import job, job_type, run_observation
 
 FINAL_PARSE_STATUSES = frozenset({"parsed", "failed", "skipped-size"})
+# Requests in flight at once while a pass fetches: enough to keep the network (or the
+# simulator's core) busy while this process parses and stores, few enough to be polite.
+FETCHERS = 4
+
+
+def fetchers() -> ThreadPoolExecutor:
+    """Threads for a pass's network calls; the database is only used from the caller's."""
+    return ThreadPoolExecutor(max_workers=FETCHERS, thread_name_prefix="sheriff-fetch")
 
 
 @dataclass(frozen=True)
@@ -97,13 +106,17 @@ class Observer:
             ]
         )
         changed = 0
-        for run in pending:
-            current = known.get(run.job_id)
-            update = self._fetch(run, dict(current or {}), ingested)
-            if update is None:
-                continue
-            self._store(run.job_id, update, now)
-            changed += 1
+        # Fetching is network only and runs in threads; storing stays on this thread.
+        with fetchers() as pool:
+            updates = pool.map(
+                lambda run: self._fetch(run, dict(known.get(run.job_id) or {}), ingested),
+                pending,
+            )
+            for run, update in zip(pending, updates, strict=True):
+                if update is None:
+                    continue
+                self._store(run.job_id, update, now)
+                changed += 1
         return changed
 
     def _ingested_jobs(self, runs: Sequence[RunRef]) -> Ingested:
