@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     history_upper: float | None = None
     history_lower: float | None = None
     history_min_clean_runs: int | None = None
+    history_at_cap: float | None = None
 
     # Backfills (sheriff.backfill.BackfillSettings has every knob and its meaning).
     backfill_enabled: bool = True  # a regression verdict opens a backfill report

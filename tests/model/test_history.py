@@ -206,7 +206,7 @@ def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
     assert priors.posterior({}, k=1, n=1, runs=clean) >= priors.posterior({}, k=1, n=1) - 0.01
 
 
-def test_at_the_cap_the_more_likely_verdict_wins() -> None:
+def test_at_the_cap_a_regression_needs_p_at_least_at_cap() -> None:
     # Two of five reproduced: the seed rule's regression. A fleet where regressions are
     # rare and flakes repeat often makes that an intermittent; one where regressions are
     # common and flakes rarely repeat makes it a regression.
@@ -214,12 +214,29 @@ def test_at_the_cap_the_more_likely_verdict_wins() -> None:
     flaky_fleet = Priors(base_rate=0.05, flake=RateDistribution(6.0, 14.0))
     decision = POLICY.decide(case(*runs, history=CaseHistory(priors=flaky_fleet)))
     assert decision.kind is DecisionKind.VERDICT and decision.verdict is Verdict.INTERMITTENT
-    assert decision.p_regression is not None and decision.p_regression < 0.5
+    assert decision.p_regression is not None and decision.p_regression < POLICY.at_cap
     assert "all 6 runs used" in decision.reason
     regression_fleet = Priors(base_rate=0.5, flake=RateDistribution(0.5, 19.5))
     decision = POLICY.decide(case(*runs, history=CaseHistory(priors=regression_fleet)))
     assert decision.verdict is Verdict.REGRESSION
-    assert decision.p_regression is not None and decision.p_regression >= 0.5
+    assert decision.p_regression is not None and decision.p_regression >= POLICY.at_cap
+    # Between 0.5 and at_cap: more likely a regression, yet an intermittent verdict, since
+    # a false regression costs more than a missed one; a lower at_cap flips it.
+    middle = Priors(base_rate=0.4, flake=RateDistribution(1.0, 19.0))  # P about 0.62
+    decision = POLICY.decide(case(*runs, history=CaseHistory(priors=middle)))
+    assert decision.p_regression is not None and 0.5 <= decision.p_regression < POLICY.at_cap
+    assert decision.verdict is Verdict.INTERMITTENT and f"< {POLICY.at_cap}" in decision.reason
+    lenient = history_module.configured(at_cap=0.5)
+    assert lenient.decide(case(*runs, history=CaseHistory(priors=middle))).verdict is (
+        Verdict.REGRESSION
+    )
+
+
+def test_the_threshold_at_the_cap_lies_between_the_bounds() -> None:
+    with pytest.raises(ValueError, match="at_cap"):
+        history_module.configured(at_cap=0.99)
+    with pytest.raises(ValueError, match="at_cap"):
+        history_module.configured(at_cap=0.01)
 
 
 def test_never_asks_beyond_runs_wanted() -> None:
@@ -241,7 +258,12 @@ def test_evidence_says_why() -> None:
     h = data["history"]
     assert h["k"] == 1 and h["n"] == 1 and h["features"] == {"open_bug": False}
     assert h["facts"] == {"earlier_pushes_with_line": 0}
-    assert h["thresholds"] == {"lower": 0.05, "upper": 0.98, "min_clean_runs": 2}
+    assert h["thresholds"] == {
+        "lower": 0.05,
+        "upper": 0.98,
+        "at_cap": 0.8,
+        "min_clean_runs": 2,
+    }
     assert h["priors"]["cases"] == 0 and "P(regression)" in data["reason"]
 
 

@@ -20,7 +20,7 @@ P(regression)), starting from weak defaults, never from scenario files:
 
 The policy asks for retriggers in waves just large enough that the verdict could be due
 once they are back, stops as soon as P(regression) is above `upper` or below `lower`, and
-never exceeds `runs_wanted` runs; there the more likely verdict (P >= 0.5 or not) wins.
+never exceeds `runs_wanted` runs; there it is a regression only if P >= `at_cap`.
 See docs/history-policy.md.
 """
 
@@ -251,11 +251,17 @@ class HistoryPolicy:
         "retriggers go out in waves just large enough that the verdict could be due; an "
         "intermittent verdict needs min_clean_runs retriggers that did not reproduce unless "
         "every line has an open intermittent bug, and never comes once min_reproductions "
-        "retriggers reproduced; at runs_wanted runs the more likely verdict (P >= 0.5) "
-        "wins. An original without failure lines is intermittent."
+        "retriggers reproduced; at runs_wanted runs a regression needs P >= at_cap (a false "
+        "regression costs four times a missed one). An original without failure lines is "
+        "intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
+    # With every run spent and P between the bounds, a regression verdict needs P at least
+    # this: a false regression costs a sheriff's attention and a backfill, about four
+    # times what a missed one costs (the next pushes fail again and reopen it), so the
+    # verdict that costs less on average is regression only from 4 / (4 + 1) = 0.8.
+    at_cap: float = 0.8
     # An intermittent verdict needs at least this many retriggers that did not reproduce,
     # unless every line has an open intermittent bug: history alone cannot tell a flaky
     # test from an intermittent regression that has been failing now and then since it
@@ -269,6 +275,10 @@ class HistoryPolicy:
             raise ValueError(
                 "thresholds must satisfy 0 < lower < 0.5 < upper < 1, "
                 f"not {self.lower}, {self.upper}"
+            )
+        if not self.lower < self.at_cap <= self.upper:
+            raise ValueError(
+                f"the threshold at the cap must satisfy lower < at_cap <= upper, not {self.at_cap}"
             )
 
     def decide(self, evidence: CaseEvidence) -> Decision:
@@ -330,15 +340,16 @@ class HistoryPolicy:
             )
         room = evidence.runs_missing
         if room == 0:
-            # Every run spent and still between the thresholds: the more likely hypothesis
-            # wins. The seed rule would call every test that flakes twice in five runs a
-            # regression; the model already weighs those two reproductions against the
-            # test's history.
-            verdict = Verdict.REGRESSION if p >= 0.5 else Verdict.INTERMITTENT
+            # Every run spent and still between the bounds: the verdict that costs less on
+            # average (see `at_cap`). The seed rule would call every test that flakes twice
+            # in five runs a regression; the model weighs those two reproductions against
+            # the test's history.
+            regression = p >= self.at_cap
+            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
-                f"{why}; all {evidence.runs_wanted} runs used, the more likely verdict "
-                f"(P {'>=' if p >= 0.5 else '<'} 0.5)",
+                f"{why}; all {evidence.runs_wanted} runs used, "
+                f"{'>=' if regression else '<'} {self.at_cap} at the cap",
                 facts,
                 history,
                 k,
@@ -407,6 +418,7 @@ class HistoryPolicy:
             "thresholds": {
                 "lower": self.lower,
                 "upper": self.upper,
+                "at_cap": self.at_cap,
                 "min_clean_runs": self.min_clean_runs,
             },
             "priors": priors.to_dict(),
@@ -424,7 +436,10 @@ class HistoryPolicy:
 
 
 def configured(
-    upper: float | None = None, lower: float | None = None, min_clean_runs: int | None = None
+    upper: float | None = None,
+    lower: float | None = None,
+    min_clean_runs: int | None = None,
+    at_cap: float | None = None,
 ) -> HistoryPolicy:
     """The history policy with other thresholds (settings), validated."""
     base = HistoryPolicy()
@@ -433,6 +448,7 @@ def configured(
         upper=base.upper if upper is None else upper,
         lower=base.lower if lower is None else lower,
         min_clean_runs=base.min_clean_runs if min_clean_runs is None else min_clean_runs,
+        at_cap=base.at_cap if at_cap is None else at_cap,
     )
 
 

@@ -28,8 +28,10 @@ from sheriff.store.schema import (
     triage_case,
 )
 
-LOOKBACK_PUSHES = 30  # earlier pushes of the repository looked at for a case
-RUNS_LOOKED_AT = 12  # latest earlier runs of the test on the same configuration
+LOOKBACK_PUSHES = 45  # earlier pushes of the repository looked at for a case
+# Latest earlier runs of the test on the same configuration: enough to see a flaky test
+# fail now and then, and an intermittent regression's clean runs before it began.
+RUNS_LOOKED_AT = 40
 VERDICTS = ("regression", "intermittent")
 
 

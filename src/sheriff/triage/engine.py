@@ -77,7 +77,10 @@ def policy_named(name: str, settings: Settings | None = None) -> Policy:
     try:
         if name == "history" and settings is not None:
             return history_policy(
-                settings.history_upper, settings.history_lower, settings.history_min_clean_runs
+                settings.history_upper,
+                settings.history_lower,
+                settings.history_min_clean_runs,
+                settings.history_at_cap,
             )
         return get_policy(name)
     except UnknownPolicyError as exc:
