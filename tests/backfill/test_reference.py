@@ -39,7 +39,7 @@ def _load_history(
         task["routes"] = [f"tc-treeherder.v2.autoland.{back:040x}.{pushlog_id - back}"]
         task["created"] = (created - timedelta(hours=back)).isoformat().replace("+00:00", "Z")
         task["taskGroupId"] = f"decision{back}".ljust(22, "x")
-        task_id = f"earlier{back}".ljust(22, "x")
+        task_id = f"earlier{back}".ljust(21, "x") + "A"  # a slugid: 16 bytes in base64
         run = {"runId": 0, "state": earlier_state} if earlier_state else None
         jobs.append(job_from_task(task_id, task, 0, run))
     with engine.begin() as conn:

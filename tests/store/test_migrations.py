@@ -1,12 +1,15 @@
 """The migrations build exactly the schema the code declares, on both backends."""
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from sheriff.errors import InputError
 from sheriff.store import db
-from sheriff.store.schema import metadata
+from sheriff.store.schema import job, metadata
+from sheriff.store.schema.base import slugid_to_uuid, uuid_to_slugid
 
 
 def test_migrated_database_matches_metadata(engine: sa.Engine) -> None:
@@ -24,8 +27,9 @@ def test_open_database_migrates_an_empty_file(tmp_path) -> None:
     engine.dispose()
 
 
-def test_0005_keeps_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) -> None:
-    """Down to 0004 and up again with data: the job rebuild (SQLite) loses nothing."""
+def test_0005_0006_keep_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) -> None:
+    """Down to 0004 and up again with data: the job rebuild (SQLite) and the task id's
+    conversion to uuid and back (PostgreSQL) lose nothing."""
     config = db.alembic_config(engine)
     try:
         command.downgrade(config, "0004")
@@ -63,13 +67,24 @@ def test_0005_keeps_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) ->
                 "testfailed",
                 "test",
             )
+            stored = conn.execute(sa.select(job.c.task_id)).scalar()
+            assert stored == "AAAAAAAAAAAAAAAAAAAAAA"
             assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
         command.downgrade(config, "0004")
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT result FROM job")).scalar() == "testfailed"
+            task_id = conn.execute(sa.text("SELECT task_id FROM job")).scalar()
+            assert task_id == "AAAAAAAAAAAAAAAAAAAAAA"
             assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
     finally:
         command.upgrade(config, "head")
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
+
+
+def test_a_task_id_that_is_not_a_slugid_is_refused_with_a_message() -> None:
+    with pytest.raises(InputError, match="not a Taskcluster task id"):
+        slugid_to_uuid("earlier1xxxxxxxxxxxxxx")
+    task_id = "fX2KHjx8Q1O5ZeSLa2mWWw"
+    assert uuid_to_slugid(slugid_to_uuid(task_id)) == task_id

@@ -42,6 +42,7 @@ from sheriff.store.schema import (
     task_queue,
     test_path,
 )
+from sheriff.store.schema.base import slugid_to_uuid
 
 # Keeps every statement's bound parameters well under SQLite's and PostgreSQL's limits.
 CHUNK = 500
@@ -54,12 +55,44 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def matching(
+    conn: sa.Connection, column: sa.ColumnElement[Any], values: Sequence[Any]
+) -> Iterable[sa.ColumnElement[bool]]:
+    """Conditions that together select the rows whose `column` is one of `values`.
+
+    PostgreSQL takes them all as one array (`= ANY(…)`, one statement, no IN list to
+    render); SQLite gets IN lists of CHUNK values.
+    """
+    if conn.dialect.name == "postgresql":
+        if values:
+            yield column == sa.any_(
+                sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+            )
+        return
+    for chunk in chunks(values):
+        yield column.in_(chunk)
+
+
 def insert_ignoring_conflicts(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
     """INSERT rows, skipping any that collide with a unique key (both backends)."""
     if not rows:
         return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(table).on_conflict_do_nothing()
+    if conn.dialect.name == "postgresql":
+        # One statement whatever the number of rows: each column as an array, unnested
+        # (an executemany sends one statement per row).
+        columns = list(rows[0])
+        arrays = [
+            sa.bindparam(None, [r[c] for r in rows], type_=postgresql.ARRAY(table.c[c].type))
+            for c in columns
+        ]
+        unnested = sa.func.unnest(*arrays).table_valued(*columns).render_derived()
+        conn.execute(
+            postgresql.insert(table)
+            .from_select(columns, sa.select(*(unnested.c[c] for c in columns)))
+            .on_conflict_do_nothing()
+        )
+        return
+    stmt = sqlite.insert(table).on_conflict_do_nothing()
     for chunk in chunks(rows):
         conn.execute(stmt, list(chunk))
 
@@ -135,8 +168,8 @@ class Interner:
         # Filter on the first column only: PostgreSQL plans a row-value IN list as a
         # sequential scan, while a plain IN list uses the unique index.
         firsts = sorted({k[0] for k in keys})
-        for chunk in chunks(firsts):
-            rows = self.conn.execute(sa.select(table.c.id, *cols).where(cols[0].in_(chunk)))
+        for condition in matching(self.conn, cols[0], firsts):
+            rows = self.conn.execute(sa.select(table.c.id, *cols).where(condition))
             for row in rows:
                 key = tuple(row[1:])
                 if key in wanted:
@@ -179,11 +212,9 @@ class Interner:
 
     def _select_sets(self, digests: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
-        for chunk in chunks(list(digests)):
+        for condition in matching(self.conn, manifest_set.c.digest, list(digests)):
             rows = self.conn.execute(
-                sa.select(manifest_set.c.digest, manifest_set.c.id).where(
-                    manifest_set.c.digest.in_(chunk)
-                )
+                sa.select(manifest_set.c.digest, manifest_set.c.id).where(condition)
             )
             found.update({digest: set_id for digest, set_id in rows})
         return found
@@ -369,8 +400,11 @@ def _upsert_by_copy(conn: sa.Connection, ordered: list[dict[str, Any]]) -> list[
     )
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     with cursor.copy(f"COPY job_stage ({names}) FROM STDIN") as copy:
+        task_at = columns.index("task_id")
         for r in ordered:
-            copy.write_row([r[c] for c in columns])
+            values = [r[c] for c in columns]
+            values[task_at] = slugid_to_uuid(values[task_at])  # what SlugId binds
+            copy.write_row(values)
     staged = sa.table("job_stage", *(sa.column(c) for c in columns))
     # Rows land clustered by push and label, as the API and triage read them; the unique
     # index still serialises concurrent loaders of the same runs.

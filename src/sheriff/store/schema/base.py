@@ -1,8 +1,15 @@
 """The shared MetaData and column types that behave the same on SQLite and PostgreSQL."""
 
-from sqlalchemy import BigInteger, Integer, MetaData, String
+import base64
+import binascii
+import uuid
+from typing import Any
+
+from sqlalchemy import BigInteger, Dialect, Integer, MetaData, String
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.types import TypeEngine
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from sheriff.errors import InputError
 
 metadata = MetaData(
     naming_convention={
@@ -21,3 +28,46 @@ BigId = BigInteger().with_variant(Integer, "sqlite")
 def string_enum(name: str, values: tuple[str, ...]) -> TypeEngine[str]:
     """A closed set of strings: a native enum (4 bytes) on PostgreSQL, VARCHAR(16) on SQLite."""
     return String(16).with_variant(postgresql.ENUM(*values, name=name), "postgresql")
+
+
+def slugid_to_uuid(slug: str) -> uuid.UUID:
+    """The 16 bytes a Taskcluster slugid encodes; a string that is not one is refused."""
+    try:
+        raw = base64.urlsafe_b64decode(slug + "==") if len(slug) == 22 else b""
+    except (binascii.Error, TypeError, ValueError):
+        raw = b""
+    if len(raw) != 16 or uuid_to_slugid(uuid.UUID(bytes=raw)) != slug:
+        raise InputError(
+            f"{slug!r} is not a Taskcluster task id (a slugid: 22 URL-safe base64 characters)"
+        )
+    return uuid.UUID(bytes=raw)
+
+
+def uuid_to_slugid(value: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(value.bytes)[:22].decode()
+
+
+class SlugId(TypeDecorator[str]):
+    """A Taskcluster task id: a 16-byte `uuid` on PostgreSQL, VARCHAR(22) on SQLite.
+
+    Code always sees the slugid string; only PostgreSQL stores its 16 bytes (7 fewer than
+    the string in the row, and a narrower unique index).
+    """
+
+    impl = String(22)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(postgresql.UUID(as_uuid=True))
+        return dialect.type_descriptor(String(22))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or dialect.name != "postgresql":
+            return value
+        return slugid_to_uuid(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or dialect.name != "postgresql":
+            return value
+        return uuid_to_slugid(value)

@@ -27,7 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from sheriff.store.schema.base import BigId, metadata, string_enum
+from sheriff.store.schema.base import BigId, SlugId, metadata, string_enum
 
 # Treeherder's job states and results as sheriff writes them (model/job.py; `retry` is a
 # run that Taskcluster reran), and Taskcluster's treeherder `jobKind`. Native enums (4
@@ -178,7 +178,7 @@ job = Table(
     # The identity tuple (SPEC §2) is repository, build and machine platform, job group,
     # job type (the label), option collection, tier and job kind; with the task and run
     # ids and the state below, that is the whole job.
-    Column("task_id", String(22), nullable=False),
+    Column("task_id", SlugId, nullable=False),  # a uuid on PostgreSQL
     Column("option_collection", String(32), nullable=False),
     Column("job_kind", string_enum("job_kind", JOB_KINDS), nullable=False),
     Column("state", string_enum("job_state", JOB_STATES), nullable=False),
