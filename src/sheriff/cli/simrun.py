@@ -13,7 +13,7 @@ from sheriff.cli.sim import sim_app
 @sim_app.command("run")
 def run(
     scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
-    policy: str = typer.Option("seed", "--policy", help="Verdict policy."),
+    policy: str = typer.Option(None, "--policy", help="Verdict policy (default: setting)."),
     backfill: str = typer.Option(
         None, "--backfill", help="Backfill strategy: linear|bisect|off (default: setting)."
     ),
@@ -27,6 +27,7 @@ def run(
 ) -> None:
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
     from sheriff.cli._progress import scenario_progress
+    from sheriff.config import settings
     from sheriff.sim.scenario import load_scenario
     from sheriff.triage.simrun import play, require_empty_store
 
@@ -34,9 +35,10 @@ def run(
     load_scenario(scenario)
     if database is not None:
         require_empty_store(database).dispose()
-    with scenario_progress(f"playing {scenario.name} ({policy})") as update:
+    chosen = policy or settings().policy
+    with scenario_progress(f"playing {scenario.name} ({chosen})") as update:
         metrics = play(
-            scenario, policy=policy, backfill=backfill, database_url=database, progress=update
+            scenario, policy=chosen, backfill=backfill, database_url=database, progress=update
         )
     text = json.dumps(metrics, indent=2)
     if json_out is not None:

@@ -126,14 +126,15 @@ def _die_with_parent() -> None:
 def play(
     scenario_path: str | Path,
     *,
-    policy: str = "seed",
+    policy: str | None = None,
     backfill: str | None = None,
     same_manifests: bool = True,
     database_url: str | None = None,
     pass_minutes: int = 10,
     progress: Callable[[float, PassSummary], None] | None = None,
 ) -> dict[str, Any]:
-    """Play a scenario; returns the metrics object (see the module docstring)."""
+    """Play a scenario with `policy` (default: the setting); returns the metrics object (see
+    the module docstring)."""
     from sheriff.sim.scenario import load_scenario
 
     scenario = load_scenario(scenario_path)
@@ -148,9 +149,9 @@ def play(
                 treeherder_url=sim.root_url,
                 taskcluster_client_id=SIM_CLIENT_ID,
                 taskcluster_access_token=SIM_ACCESS_TOKEN,
-                policy=policy,
                 repositories=[scenario.repository],
                 backfill_same_manifests=same_manifests,
+                **({} if policy is None else {"policy": policy}),
             )
             clients = taskcluster_clients(
                 sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
