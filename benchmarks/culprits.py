@@ -6,7 +6,7 @@ by side, the regressions, the culprits named and how many were right, and the ba
 runs spent. Target: bisect names >= 90 % of culprits correctly with fewer runs than
 linear. Prints figures; never fails on them.
 
-    .venv/bin/python benchmarks/culprits.py [SCENARIO] [--policy seed] [--json OUT]
+    .venv/bin/python benchmarks/culprits.py [SCENARIO] [--policy history] [--json OUT]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _ratio(part: int, whole: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", nargs="?", type=Path, default=SCENARIO)
-    parser.add_argument("--policy", default="seed")
+    parser.add_argument("--policy", help="verdict policy (default: the setting)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument(
         "--isolated",
@@ -363,7 +363,7 @@ class _Isolated:
 def play_isolated(
     scenario_path: Path,
     *,
-    policy: str = "seed",
+    policy: str | None = None,
     backfill: str,
     same_manifests: bool = True,
     details: bool = False,
