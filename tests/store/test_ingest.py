@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from sheriff.errors import InputError
 from sheriff.ingest.files import ingest_manifests, ingest_pulse, ingest_tasks
+from sheriff.store import loader
 from sheriff.store.schema import job, manifest, metadata, push, test_path
 from tests.factories import make_task, new_task_id
 
@@ -49,6 +50,31 @@ def test_ingesting_the_reference_tasks_twice_changes_nothing(engine, pulse_dir) 
 
 def test_pulse_messages_update_states_and_results(engine, pulse_dir) -> None:
     ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
+    stats = ingest_pulse(engine, pulse_dir / "taskcluster_pulse_messages.json")
+    assert stats.jobs_updated == 91
+    transformed = json.loads((pulse_dir / "taskcluster_transformed_jobs.json").read_text())
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(job.c.task_id, job.c.state, job.c.result)).all()
+    assert {r.task_id: (r.state, r.result) for r in rows} == {
+        task_id: (t["job"]["state"], t["job"]["result"]) for task_id, t in transformed.items()
+    }
+    again = ingest_pulse(engine, pulse_dir / "taskcluster_pulse_messages.json")
+    assert again.jobs_unchanged == 91
+
+
+def test_the_copy_path_stores_and_counts_what_the_insert_path_does(
+    engine, pulse_dir, monkeypatch
+) -> None:
+    """Above COPY_THRESHOLD runs PostgreSQL loads through a binary COPY: same rows, counts."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("COPY is PostgreSQL's bulk path")
+    monkeypatch.setattr(loader, "COPY_THRESHOLD", 0)
+    first = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
+    assert first.jobs_inserted == 91
+    before = _snapshot(engine)
+    second = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
+    assert (second.jobs_inserted, second.jobs_updated, second.jobs_unchanged) == (0, 0, 91)
+    assert _snapshot(engine) == before
     stats = ingest_pulse(engine, pulse_dir / "taskcluster_pulse_messages.json")
     assert stats.jobs_updated == 91
     transformed = json.loads((pulse_dir / "taskcluster_transformed_jobs.json").read_text())

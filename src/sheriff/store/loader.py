@@ -9,6 +9,7 @@ nothing, and a job's state only ever moves forward (pending → running → comp
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from sheriff.store.schema import (
     task_queue,
     test_path,
 )
-from sheriff.store.schema.base import slugid_to_uuid
+from sheriff.store.schema.base import slugid_bytes
 
 # Keeps every statement's bound parameters well under SQLite's and PostgreSQL's limits.
 CHUNK = 500
@@ -308,13 +309,13 @@ def load_jobs(
     set_ids = interner.manifest_sets(j.manifests for j in jobs if j.manifests)
     planned = _planned_manifest_sets(conn, {push_ids[j.push] for j in jobs if j.manifests is None})
 
+    # Jobs of one label share their tuple of manifests: sort each distinct tuple once.
+    set_of = {m: set_ids[tuple(sorted(set(m)))] for m in {j.manifests for j in jobs} if m}
+
     def row(j: TaskJob) -> dict[str, Any]:
         push_id = push_ids[j.push]
         bp, mp = j.build_platform, j.machine_platform
-        if j.manifests:
-            set_id = set_ids[tuple(sorted(set(j.manifests)))]
-        else:
-            set_id = planned.get((push_id, j.label))
+        set_id = set_of[j.manifests] if j.manifests else planned.get((push_id, j.label))
         return {
             "push_id": push_id,
             "task_id": j.task_id,
@@ -399,11 +400,14 @@ def _upsert_by_copy(conn: sa.Connection, ordered: list[dict[str, Any]]) -> list[
         f"CREATE TEMPORARY TABLE job_stage ON COMMIT DROP AS SELECT {names} FROM job WITH NO DATA"
     )
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    with cursor.copy(f"COPY job_stage ({names}) FROM STDIN") as copy:
+    # Binary COPY: a third of the text format's cost to encode in Python.
+    with cursor.copy(f"COPY job_stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([_copy_type(job.c[c]) for c in columns])
+        values_of = operator.itemgetter(*columns)
         task_at = columns.index("task_id")
         for r in ordered:
-            values = [r[c] for c in columns]
-            values[task_at] = slugid_to_uuid(values[task_at])  # what SlugId binds
+            values = list(values_of(r))
+            values[task_at] = slugid_bytes(values[task_at])
             copy.write_row(values)
     staged = sa.table("job_stage", *(sa.column(c) for c in columns))
     # Rows land clustered by push and label, as the API and triage read them; the unique
@@ -416,6 +420,24 @@ def _upsert_by_copy(conn: sa.Connection, ordered: list[dict[str, Any]]) -> list[
     )
     conn.exec_driver_sql("DROP TABLE job_stage")
     return written
+
+
+def _copy_type(column: sa.Column[Any]) -> str:
+    """The PostgreSQL type whose binary COPY format a job column's values are sent in."""
+    if column.name == "task_id":
+        return "bytea"  # a uuid's binary format is its 16 bytes, which SlugId stores
+    kind = column.type
+    if isinstance(kind, sa.DateTime):
+        return "timestamptz"
+    if isinstance(kind, sa.Boolean):
+        return "bool"
+    if isinstance(kind, sa.SmallInteger):
+        return "int2"
+    if isinstance(kind, sa.BigInteger):
+        return "int8"
+    if isinstance(kind, sa.Integer):
+        return "int4"
+    return "text"  # strings, and enums (whose binary format is their label's text)
 
 
 def _rank_sql(state: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:

@@ -1,7 +1,7 @@
 """The shared MetaData and column types that behave the same on SQLite and PostgreSQL."""
 
 import base64
-import binascii
+import re
 import uuid
 from typing import Any
 
@@ -30,17 +30,21 @@ def string_enum(name: str, values: tuple[str, ...]) -> TypeEngine[str]:
     return String(16).with_variant(postgresql.ENUM(*values, name=name), "postgresql")
 
 
-def slugid_to_uuid(slug: str) -> uuid.UUID:
+# 21 characters of 6 bits, then one whose low 4 bits are zero: 128 bits exactly.
+_SLUGID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+
+
+def slugid_bytes(slug: str) -> bytes:
     """The 16 bytes a Taskcluster slugid encodes; a string that is not one is refused."""
-    try:
-        raw = base64.urlsafe_b64decode(slug + "==") if len(slug) == 22 else b""
-    except (binascii.Error, TypeError, ValueError):
-        raw = b""
-    if len(raw) != 16 or uuid_to_slugid(uuid.UUID(bytes=raw)) != slug:
+    if not isinstance(slug, str) or not _SLUGID.fullmatch(slug):
         raise InputError(
             f"{slug!r} is not a Taskcluster task id (a slugid: 22 URL-safe base64 characters)"
         )
-    return uuid.UUID(bytes=raw)
+    return base64.urlsafe_b64decode(slug + "==")
+
+
+def slugid_to_uuid(slug: str) -> uuid.UUID:
+    return uuid.UUID(bytes=slugid_bytes(slug))
 
 
 def uuid_to_slugid(value: uuid.UUID) -> str:
