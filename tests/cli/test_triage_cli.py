@@ -60,6 +60,9 @@ def test_sim_run_prints_the_metrics_and_keeps_the_store_when_asked(tmp_path: Pat
     assert json.loads(result.stdout) == metrics
     assert metrics["scenario"] == "tiny" and metrics["verdicts"]["pending"] == 0
     assert metrics["excess_retriggers"] == 0
+    per_case = metrics["http_requests_per_eligible_case"]
+    for service, count in metrics["http_requests"].items():
+        assert count > 0 and per_case[service] == round(count / metrics["eligible"], 2)
     with sqlite3.connect(kept) as conn:
         decided = conn.execute("SELECT count(*) FROM triage_case WHERE state = 'decided'")
         assert decided.fetchone()[0] == metrics["cases"]

@@ -270,6 +270,10 @@ def measure(
     # Runs of a label on a push beyond every run sheriff asked for there: double requests.
     excess = sum(max(0, e["tasks"] - asked.get((e["push"], e["label"]), 0)) for e in action_counts)
     truth_counts = Counter(c["truth"] for c in cases.values())
+    requests_made = {
+        "taskcluster": int(stats.get("taskcluster", 0)),
+        "treeherder": int(stats.get("treeherder", 0)),
+    }
     return {
         "scenario": truth.get("scenario"),
         "policy": policy,
@@ -293,9 +297,10 @@ def measure(
         "retriggers_per_eligible_case": round(retriggers / eligible, 3) if eligible else 0.0,
         "excess_retriggers": excess,
         "culprits": culprits,
-        "http_requests": {
-            "taskcluster": int(stats.get("taskcluster", 0)),
-            "treeherder": int(stats.get("treeherder", 0)),
+        "http_requests": requests_made,
+        "http_requests_per_eligible_case": {
+            service: round(count / eligible, 2) if eligible else 0.0
+            for service, count in requests_made.items()
         },
         "virtual_hours": round(virtual_hours, 2),
         "wall_seconds": 0.0,
