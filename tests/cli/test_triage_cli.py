@@ -114,6 +114,8 @@ def test_demo_prints_a_report_and_leaves_its_database(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "Failed test runs (cases): " in result.stdout
     assert "precision" in result.stdout and "What to run next" in result.stdout
+    assert "policy 'history'" in result.stdout  # the default
+    assert "sheriff demo --policy seed" in result.stdout
     assert (tmp_path / "sheriff-demo.db").exists()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+COMPARE = {"seed": "the exact rule of SPEC §3", "history": "the history-aware policy"}
+
 
 def render_report(metrics: dict[str, Any], database: Path) -> str:
     v, t = metrics["verdicts"], metrics["truth"]
@@ -42,11 +44,13 @@ def render_report(metrics: dict[str, Any], database: Path) -> str:
             f"named, {culprits.get('correct', 0)} correctly, with "
             f"{culprits.get('backfill_runs', 0)} backfill runs"
         )
+    other = "seed" if metrics["policy"] != "seed" else "history"
     lines += [
         "",
         "What to run next:",
         f"  SHERIFF_DATABASE_URL=sqlite:///{database} .venv/bin/sheriff serve   "
         "# browse these verdicts at http://127.0.0.1:8000/",
+        f"  .venv/bin/sheriff demo --policy {other}   # {COMPARE[other]}, for comparison",
         "  .venv/bin/sheriff sim run --scenario ../shared/scenarios/autoland-day.yaml  "
         "# a busier day, as JSON metrics",
         "  .venv/bin/sheriff triage --repo autoland --since 6h   "
