@@ -81,8 +81,6 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
 
     return app
 
-    return app
-
 
 def stats_of(counters: Counter[str]) -> dict[str, Any]:
     """Requests served per service, with Taskcluster's services summed."""
