@@ -8,7 +8,7 @@ from alembic.runtime.migration import MigrationContext
 
 from sheriff.errors import InputError
 from sheriff.store import db
-from sheriff.store.schema import job, metadata
+from sheriff.store.schema import job, manifest_set, metadata
 from sheriff.store.schema.base import slugid_to_uuid, uuid_to_slugid
 
 
@@ -27,9 +27,12 @@ def test_open_database_migrates_an_empty_file(tmp_path) -> None:
     engine.dispose()
 
 
-def test_0005_0006_keep_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) -> None:
-    """Down to 0004 and up again with data: the job rebuild (SQLite) and the task id's
-    conversion to uuid and back (PostgreSQL) lose nothing."""
+DIGEST = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_0005_to_0008_keep_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine) -> None:
+    """Down to 0004 and up again with data: the job rebuild (SQLite) and the task id's and
+    set digest's conversions to bytes and back (PostgreSQL) lose nothing."""
     config = db.alembic_config(engine)
     try:
         command.downgrade(config, "0004")
@@ -45,6 +48,10 @@ def test_0005_0006_keep_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine
                 values = "(1, 'linux', 'linux64', 'x86_64')" if name is None else "(1, 'n', 's')"
                 conn.execute(sa.text(f"INSERT INTO {table} VALUES {values}"))
             conn.execute(sa.text("INSERT INTO task_queue (id, name) VALUES (1, 'q')"))
+            conn.execute(
+                sa.text("INSERT INTO manifest_set (id, digest, size) VALUES (1, :d, 0)"),
+                {"d": DIGEST},
+            )
             conn.execute(
                 sa.text(
                     "INSERT INTO job (id, submit_time, push_id, repository_id, build_platform_id, "
@@ -69,12 +76,14 @@ def test_0005_0006_keep_jobs_and_what_hangs_off_them_both_ways(engine: sa.Engine
             )
             stored = conn.execute(sa.select(job.c.task_id)).scalar()
             assert stored == "AAAAAAAAAAAAAAAAAAAAAA"
+            assert conn.execute(sa.select(manifest_set.c.digest)).scalar() == DIGEST
             assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
         command.downgrade(config, "0004")
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT result FROM job")).scalar() == "testfailed"
             task_id = conn.execute(sa.text("SELECT task_id FROM job")).scalar()
             assert task_id == "AAAAAAAAAAAAAAAAAAAAAA"
+            assert conn.execute(sa.text("SELECT digest FROM manifest_set")).scalar() == DIGEST
             assert conn.execute(sa.text("SELECT count(*) FROM run_observation")).scalar() == 1
     finally:
         command.upgrade(config, "head")

@@ -75,3 +75,25 @@ class SlugId(TypeDecorator[str]):
         if value is None or dialect.name != "postgresql":
             return value
         return uuid_to_slugid(value)
+
+
+class HexDigest(TypeDecorator[str]):
+    """A sha1 as 40 hex digits in code: its 20 bytes on PostgreSQL, the string on SQLite."""
+
+    impl = String(40)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(postgresql.BYTEA())
+        return dialect.type_descriptor(String(40))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or dialect.name != "postgresql":
+            return value
+        return bytes.fromhex(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if value is None or dialect.name != "postgresql":
+            return value
+        return bytes(value).hex()

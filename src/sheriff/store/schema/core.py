@@ -27,7 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from sheriff.store.schema.base import BigId, SlugId, metadata, string_enum
+from sheriff.store.schema.base import BigId, HexDigest, SlugId, metadata, string_enum
 
 # Treeherder's job states and results as sheriff writes them (model/job.py; `retry` is a
 # run that Taskcluster reran), and Taskcluster's treeherder `jobKind`. Native enums (4
@@ -131,7 +131,7 @@ manifest_set = Table(
     "manifest_set",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("digest", String(40), nullable=False, unique=True),
+    Column("digest", HexDigest, nullable=False, unique=True),  # 20 bytes on PostgreSQL
     Column("size", Integer, nullable=False),
 )
 
