@@ -58,3 +58,22 @@ def test_every_command_has_help(tmp_path: Path) -> None:
     ):
         result = _run(args, tmp_path)
         assert result.returncode == 0 and "Usage" in result.stdout, args
+
+
+def test_a_task_id_that_is_no_slugid_is_one_line_on_either_database(
+    tmp_path: Path, db_url: str
+) -> None:
+    # 22 characters, but not 16 bytes of base64: refused before the store (PostgreSQL's uuid
+    # column would refuse it too) or Taskcluster is asked.
+    env = {**os.environ, "SHERIFF_DATABASE_URL": db_url}
+    result = subprocess.run(
+        [*SHERIFF, "backfill", "x" * 22],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("sheriff: error: ")
+    assert result.stderr.strip().count("\n") == 0 and "not a task id" in result.stderr

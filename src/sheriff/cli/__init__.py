@@ -34,6 +34,12 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), exc.exit_code)
     except sqlalchemy.exc.OperationalError as exc:
         _fail(f"database unavailable: {exc.orig}", 1)
+    except sqlalchemy.exc.StatementError as exc:
+        # A column type refusing a value (a task id that is not a slugid on PostgreSQL)
+        # raises inside SQLAlchemy, which wraps it.
+        if not isinstance(exc.orig, SheriffError):
+            raise
+        _fail(str(exc.orig), exc.orig.exit_code)
     except typer.Abort:
         _fail("aborted", 130)
     except Exception as exc:

@@ -123,9 +123,13 @@ def request(
     from sheriff.backfill.engine import BackfillSummary
     from sheriff.errors import InputError
     from sheriff.store.schema import backfill_record, job
+    from sheriff.store.schema.base import is_slugid
 
-    if len(task_id) != 22:
-        raise InputError(f"{task_id!r} is not a task id (22 characters) nor a subcommand")
+    if not is_slugid(task_id):
+        raise InputError(
+            f"{task_id!r} is not a task id (a slugid: 22 URL-safe base64 characters) "
+            "nor a subcommand"
+        )
     if strategy not in ("linear", "bisect"):
         raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
     import sqlalchemy as sa

@@ -34,9 +34,14 @@ def string_enum(name: str, values: tuple[str, ...]) -> TypeEngine[str]:
 _SLUGID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
 
 
+def is_slugid(text: str) -> bool:
+    """Whether `text` is a Taskcluster slugid (every task id is one)."""
+    return isinstance(text, str) and _SLUGID.fullmatch(text) is not None
+
+
 def slugid_bytes(slug: str) -> bytes:
     """The 16 bytes a Taskcluster slugid encodes; a string that is not one is refused."""
-    if not isinstance(slug, str) or not _SLUGID.fullmatch(slug):
+    if not is_slugid(slug):
         raise InputError(
             f"{slug!r} is not a Taskcluster task id (a slugid: 22 URL-safe base64 characters)"
         )
