@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from sheriff.model.job import job_from_task
-from sheriff.store.history import PushHistory, failing_test, fleet_priors, past_cases
+from sheriff.store.history import (
+    PassCache,
+    PushHistory,
+    failing_test,
+    fleet_priors,
+    past_cases,
+)
 from sheriff.store.loader import load_jobs, load_push_manifests
 from sheriff.store.schema import job, push, run_observation, triage_case
 from tests.factories import new_task_id, task_on_push
@@ -182,3 +188,29 @@ def test_only_manifests_that_list_the_test_say_it_ran(engine) -> None:
             conn, push_id, {}, {A: ["dom/a/test_a.html"], plain: ["dom/a/test_plain.html"]}
         )
     assert history_of(engine, ids[-1]).runs == (False,)
+
+
+def test_a_pass_cache_shared_by_pushes_reads_the_same_history(engine) -> None:
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], None),
+            (1, "bc1", LINUX, [A], [LINE]),
+            (2, "bc1", LINUX, [A], None),
+            (3, "bc1", WIN, [A], [LINE]),
+            (3, "bc1", LINUX, [A], [LINE]),
+            (4, "bc1", LINUX, [A], [LINE]),
+        ],
+    )
+    cache = PassCache()
+    with engine.connect() as conn:
+        for job_id in (ids[4], ids[5]):  # two pushes of one pass, sharing earlier pushes
+            original = conn.execute(sa.select(job).where(job.c.id == job_id)).mappings().one()
+            obs = conn.execute(
+                sa.select(run_observation).where(run_observation.c.job_id == job_id)
+            ).mappings()
+            shared = PushHistory(conn, original["push_id"], cache=cache).case(
+                original, next(iter(obs), None)
+            )
+            assert shared == history_of(engine, job_id)
+    assert cache.failed and cache.runs and cache.priors

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -123,18 +123,36 @@ def failing_test(line: str) -> str | None:
 
 
 @dataclass
+class PassCache:
+    """What one triage pass reads for many pushes: the pushes with open cases share most
+    of their earlier pushes, so each earlier push is read once per pass, not once per push.
+    Valid for one pass only (observations are stored before cases advance)."""
+
+    failed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by push id
+    # (machine platform id, option collection) → push id → finished test runs there:
+    # (job id, result, manifest set id)
+    runs: dict[tuple[int, str], dict[int, list[tuple[int, str, int | None]]]] = field(
+        default_factory=dict
+    )
+    priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
+
+
+@dataclass
 class PushHistory:
     """Gathers the history of the cases of one push; fits the priors once."""
 
     conn: sa.Connection
     push_id: int
     lookback: int = LOOKBACK_PUSHES
+    cache: PassCache = field(default_factory=PassCache)
 
     def __post_init__(self) -> None:
         row = self.conn.execute(
             sa.select(push.c.repository_id, push.c.push_time).where(push.c.id == self.push_id)
         ).one()
-        self.priors = fleet_priors(self.conn, row.repository_id)
+        if row.repository_id not in self.cache.priors:
+            self.cache.priors[row.repository_id] = fleet_priors(self.conn, row.repository_id)
+        self.priors = self.cache.priors[row.repository_id]
         self.earlier = list(
             self.conn.execute(
                 sa.select(push.c.id)
@@ -153,22 +171,30 @@ class PushHistory:
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            sa.select(
-                job.c.id,
-                job.c.push_id,
-                job.c.machine_platform_id,
-                job.c.option_collection,
-                run_observation.c.failure_lines,
-            )
-            .join(run_observation, run_observation.c.job_id == job.c.id)
-            .where(
-                job.c.push_id.in_(list(push_ids)),
-                job.c.result == "testfailed",
-                run_observation.c.failure_lines.is_not(None),
-            )
-        ).mappings()
-        return [{**r, "lines": frozenset(r["failure_lines"] or ())} for r in rows]
+        missing = [p for p in push_ids if p not in self.cache.failed]
+        for p in missing:
+            self.cache.failed[p] = []
+        for chunk in chunks(missing, 500):
+            rows = self.conn.execute(
+                sa.select(
+                    job.c.id,
+                    job.c.push_id,
+                    job.c.machine_platform_id,
+                    job.c.option_collection,
+                    run_observation.c.failure_lines,
+                )
+                .join(run_observation, run_observation.c.job_id == job.c.id)
+                .where(
+                    job.c.push_id.in_(chunk),
+                    job.c.result == "testfailed",
+                    run_observation.c.failure_lines.is_not(None),
+                )
+            ).mappings()
+            for r in rows:
+                self.cache.failed[r["push_id"]].append(
+                    {**r, "lines": frozenset(r["failure_lines"] or ())}
+                )
+        return [r for p in push_ids for r in self.cache.failed[p]]
 
     def case(
         self, original: Mapping[str, Any], observation: Mapping[str, Any] | None
@@ -231,28 +257,46 @@ class PushHistory:
         Each is (showed the line, pushes ago); a failed run whose lines are not known yet
         is left out.
         """
-        sets = self._sets_running(failing_test(line))
+        sets = set(self._sets_running(failing_test(line)))
         if not sets or not self.earlier:
             return []
-        rows = self.conn.execute(
-            sa.select(job.c.id, job.c.push_id, job.c.result).where(
-                job.c.push_id.in_(self.earlier),
-                job.c.machine_platform_id == config[0],
-                job.c.option_collection == config[1],
-                job.c.manifest_set_id.in_(sets),
-                job.c.job_kind == "test",
-                job.c.state == "completed",
-                job.c.result.in_(("success", "testfailed")),
-            )
-        ).all()
+        by_push = self._finished_test_runs(config)
+        rows = [
+            (job_id, push_id, result)
+            for push_id in self.earlier
+            for job_id, result, set_id in by_push.get(push_id, ())
+            if set_id in sets
+        ]
         out = []
-        for row in sorted(rows, key=lambda r: (self.rank[r.push_id], -r.id)):
-            ago = self.rank[row.push_id] + 1
-            if row.result == "success":
+        for job_id, push_id, result in sorted(rows, key=lambda r: (self.rank[r[1]], -r[0])):
+            ago = self.rank[push_id] + 1
+            if result == "success":
                 out.append((False, ago))
-            elif row.id in self.lines_of:
-                out.append((line in self.lines_of[row.id], ago))
+            elif job_id in self.lines_of:
+                out.append((line in self.lines_of[job_id], ago))
         return out[:RUNS_LOOKED_AT]
+
+    def _finished_test_runs(
+        self, config: tuple[int, str]
+    ) -> dict[int, list[tuple[int, str, int | None]]]:
+        """The earlier pushes' finished test runs on a configuration (from the pass cache)."""
+        known = self.cache.runs.setdefault(config, {})
+        missing = [p for p in self.earlier if p not in known]
+        for p in missing:
+            known[p] = []
+        for chunk in chunks(missing, 500):
+            for row in self.conn.execute(
+                sa.select(job.c.id, job.c.push_id, job.c.result, job.c.manifest_set_id).where(
+                    job.c.push_id.in_(chunk),
+                    job.c.machine_platform_id == config[0],
+                    job.c.option_collection == config[1],
+                    job.c.job_kind == "test",
+                    job.c.state == "completed",
+                    job.c.result.in_(("success", "testfailed")),
+                )
+            ):
+                known[row.push_id].append((row.id, row.result, row.manifest_set_id))
+        return known
 
     def _sets_running(self, test: str | None) -> list[int]:
         """Manifest sets that ran the test: those holding a manifest that lists it, or,

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -32,6 +32,9 @@ from sheriff.model.policy import CaseEvidence, DecisionKind, Policy, RunEvidence
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import action_request, job, job_type, push, task_queue, triage_case
 from sheriff.triage.observe import latest_runs, observations
+
+if TYPE_CHECKING:
+    from sheriff.store.history import PassCache
 
 OPEN_STATES = ("new", "planned", "waiting")
 FAILED_RESULTS = ("testfailed", "exception")
@@ -155,8 +158,12 @@ def advance_push(
     min_reproductions: int = 2,
     count_dry_runs: bool = False,
     on_regression: Callable[[sa.Connection, int, datetime], object] | None = None,
+    history_cache: PassCache | None = None,
 ) -> PushPlan:
-    """Move every open case of one push forward; call inside a transaction."""
+    """Move every open case of one push forward; call inside a transaction.
+
+    `history_cache` is shared by the pushes of one pass (the history policy's reads).
+    """
     plan = PushPlan()
     lock_push(conn, push_id)
     cases = [
@@ -203,7 +210,11 @@ def advance_push(
     if getattr(policy, "needs_history", False):
         from sheriff.store.history import PushHistory
 
-        history = PushHistory(conn, push_id)
+        history = (
+            PushHistory(conn, push_id)
+            if history_cache is None
+            else PushHistory(conn, push_id, cache=history_cache)
+        )
     for case in cases:
         original = by_job.get(case["job_id"]) or dict(
             conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()

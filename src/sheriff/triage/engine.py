@@ -34,6 +34,7 @@ from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_grou
 from sheriff.model.history import configured as history_policy
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
+from sheriff.store.history import PassCache
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
 from sheriff.store.schema import (
     backfill_record,
@@ -165,6 +166,7 @@ class Triage:
         say(f"observing runs of {len(with_cases)} pushes with open cases")
         summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
         plans: list[PushPlan] = []
+        history_cache = PassCache()
         for state in with_cases:
             with self.engine.begin() as conn:
                 plan = advance_push(
@@ -184,6 +186,7 @@ class Triage:
                     min_reproductions=self.settings.regression_min_reproductions,
                     count_dry_runs=not self.live,
                     on_regression=self._open_report if self.backfill.enabled else None,
+                    history_cache=history_cache,
                 )
             plans.append(plan)
             summary.decided.update(plan.decided)
