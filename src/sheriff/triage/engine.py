@@ -4,7 +4,9 @@ All state lives in the database, so a pass can stop anywhere and the next one co
 two passes at once never ask twice (see `triage.cases`). A pass reads only what can
 still change: a push whose jobs have all resolved and whose cases are all decided is not
 listed again, a push still at work is listed again only when Treeherder's job list shows
-news on it, and a run's finished observation is not fetched again.
+news on it, and a run's finished observation is not fetched again. Network calls run in a
+few threads while the main thread stores (the database is only used from it), and the
+history policy's reads of earlier pushes are shared by all the pushes of a pass.
 """
 
 from __future__ import annotations
