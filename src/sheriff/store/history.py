@@ -80,7 +80,6 @@ def _past_case(p: float | None, evidence: Mapping[str, Any] | None) -> PastCase 
 
 
 _PAST: dict[str, dict[int, tuple[tuple[Any, ...], PastCase | None]]] = {}
-_LISTING: dict[str, dict[str, list[int]]] = {}  # database → test path → manifest ids
 
 
 # Fitted priors per repository, refitted only when a case was decided since: every pass
