@@ -37,13 +37,17 @@ def pulse_dir(reference: Path) -> Path:
     return reference / "treeherder" / "pulse"
 
 
-def test_ingesting_the_reference_tasks_twice_changes_nothing(engine, pulse_dir) -> None:
+def _assert_ingesting_twice_changes_nothing(engine, pulse_dir) -> None:
     first = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
     assert first.jobs_inserted == 91
     before = _snapshot(engine)
     second = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
     assert (second.jobs_inserted, second.jobs_updated, second.jobs_unchanged) == (0, 0, 91)
     assert _snapshot(engine) == before
+
+
+def test_ingesting_the_reference_tasks_twice_changes_nothing(engine, pulse_dir) -> None:
+    _assert_ingesting_twice_changes_nothing(engine, pulse_dir)
     counts = _counts(engine)
     assert counts["job"] == 91 and counts["push"] == 8 and counts["repository"] == 3
 
@@ -74,12 +78,7 @@ def test_the_copy_path_stores_and_counts_what_the_insert_path_does(
     if engine.dialect.name != "postgresql":
         pytest.skip("COPY is PostgreSQL's bulk path")
     monkeypatch.setattr(loader, "COPY_THRESHOLD", 0)
-    first = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
-    assert first.jobs_inserted == 91
-    before = _snapshot(engine)
-    second = ingest_tasks(engine, pulse_dir / "taskcluster_tasks.json")
-    assert (second.jobs_inserted, second.jobs_updated, second.jobs_unchanged) == (0, 0, 91)
-    assert _snapshot(engine) == before
+    _assert_ingesting_twice_changes_nothing(engine, pulse_dir)
     _assert_pulse_moves_every_job_once(engine, pulse_dir)
 
 
