@@ -8,7 +8,7 @@ cases. Nothing comes from scenario files or the simulator's truth.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 from sheriff.model.history import CaseHistory, PastCase, Priors, fit_priors
-from sheriff.store.loader import chunks
+from sheriff.store.loader import matching
 from sheriff.store.schema import (
     job,
     manifest,
@@ -53,14 +53,14 @@ def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> li
     # (keyed by what would differ if the id were reused, as in a database made anew).
     known = _PAST.setdefault(conn.engine.url.render_as_string(hide_password=True), {})
     missing = [r.id for r in rows if known.get(r.id, (None,))[0] != (r.p_regression, r.decided_at)]
-    for chunk in chunks(missing, 500):
+    for condition in matching(conn, triage_case.c.id, missing):
         for r in conn.execute(
             sa.select(
                 triage_case.c.id,
                 triage_case.c.p_regression,
                 triage_case.c.decided_at,
                 triage_case.c.evidence,
-            ).where(triage_case.c.id.in_(chunk))
+            ).where(condition)
         ):
             known[r.id] = ((r.p_regression, r.decided_at), _past_case(r.p_regression, r.evidence))
     return [case for r in rows if (case := known[r.id][1]) is not None]
@@ -170,30 +170,42 @@ class PushHistory:
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
-        missing = [p for p in push_ids if p not in self.cache.failed]
-        for p in missing:
-            self.cache.failed[p] = []
-        for chunk in chunks(missing, 500):
-            rows = self.conn.execute(
-                sa.select(
-                    job.c.id,
-                    job.c.push_id,
-                    job.c.machine_platform_id,
-                    job.c.option_collection,
-                    run_observation.c.failure_lines,
-                )
-                .join(run_observation, run_observation.c.job_id == job.c.id)
-                .where(
-                    job.c.push_id.in_(chunk),
-                    job.c.result == "testfailed",
-                    run_observation.c.failure_lines.is_not(None),
-                )
-            ).mappings()
-            for r in rows:
-                self.cache.failed[r["push_id"]].append(
-                    {**r, "lines": frozenset(r["failure_lines"] or ())}
-                )
+        query = (
+            sa.select(
+                job.c.id,
+                job.c.push_id,
+                job.c.machine_platform_id,
+                job.c.option_collection,
+                run_observation.c.failure_lines,
+            )
+            .join(run_observation, run_observation.c.job_id == job.c.id)
+            .where(
+                job.c.result == "testfailed",
+                run_observation.c.failure_lines.is_not(None),
+            )
+        )
+        self._read_per_push(
+            self.cache.failed,
+            push_ids,
+            query,
+            lambda r: {**r._mapping, "lines": frozenset(r.failure_lines or ())},
+        )
         return [r for p in push_ids for r in self.cache.failed[p]]
+
+    def _read_per_push(
+        self,
+        known: dict[int, list[Any]],
+        push_ids: Sequence[int],
+        query: sa.Select[Any],
+        entry: Callable[[sa.Row[Any]], Any],
+    ) -> None:
+        """Fill `known` (push id → entries) for the pushes this pass has not read yet."""
+        missing = [p for p in push_ids if p not in known]
+        for p in missing:
+            known[p] = []
+        for condition in matching(self.conn, job.c.push_id, missing):
+            for row in self.conn.execute(query.where(condition)):
+                known[row.push_id].append(entry(row))
 
     def case(
         self, original: Mapping[str, Any], observation: Mapping[str, Any] | None
@@ -280,21 +292,16 @@ class PushHistory:
     ) -> dict[int, list[tuple[int, str, int | None]]]:
         """The earlier pushes' finished test runs on a configuration (from the pass cache)."""
         known = self.cache.runs.setdefault(config, {})
-        missing = [p for p in self.earlier if p not in known]
-        for p in missing:
-            known[p] = []
-        for chunk in chunks(missing, 500):
-            for row in self.conn.execute(
-                sa.select(job.c.id, job.c.push_id, job.c.result, job.c.manifest_set_id).where(
-                    job.c.push_id.in_(chunk),
-                    job.c.machine_platform_id == config[0],
-                    job.c.option_collection == config[1],
-                    job.c.job_kind == "test",
-                    job.c.state == "completed",
-                    job.c.result.in_(("success", "testfailed")),
-                )
-            ):
-                known[row.push_id].append((row.id, row.result, row.manifest_set_id))
+        query = sa.select(job.c.id, job.c.push_id, job.c.result, job.c.manifest_set_id).where(
+            job.c.machine_platform_id == config[0],
+            job.c.option_collection == config[1],
+            job.c.job_kind == "test",
+            job.c.state == "completed",
+            job.c.result.in_(("success", "testfailed")),
+        )
+        self._read_per_push(
+            known, self.earlier, query, lambda r: (r.id, r.result, r.manifest_set_id)
+        )
         return known
 
     def _sets_running(self, test: str | None) -> list[int]:
@@ -320,8 +327,8 @@ class PushHistory:
                 if t
             }
             self.listing = {}
-            for chunk in chunks(sorted(tests), 500):
-                wanted = sa.select(test_path.c.id).where(test_path.c.path.in_(chunk))
+            for condition in matching(self.conn, test_path.c.path, sorted(tests)):
+                wanted = sa.select(test_path.c.id).where(condition)
                 for path, manifest_id in self.conn.execute(
                     sa.select(test_path.c.path, manifest_test.c.manifest_id)
                     .join(test_path, test_path.c.id == manifest_test.c.test_path_id)

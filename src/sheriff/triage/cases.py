@@ -208,13 +208,9 @@ def advance_push(
 
     history = None
     if getattr(policy, "needs_history", False):
-        from sheriff.store.history import PushHistory
+        from sheriff.store.history import PassCache, PushHistory
 
-        history = (
-            PushHistory(conn, push_id)
-            if history_cache is None
-            else PushHistory(conn, push_id, cache=history_cache)
-        )
+        history = PushHistory(conn, push_id, cache=history_cache or PassCache())
     for case in cases:
         original = by_job.get(case["job_id"]) or dict(
             conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()
