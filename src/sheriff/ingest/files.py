@@ -37,11 +37,15 @@ from sheriff.store.schema import push, repository
 _ENTRY_KEY = re.compile(r'"([A-Za-z0-9_-]{22})"\s*:\s*\{')
 
 
+def gunzipped(raw: bytes) -> bytes:
+    """The bytes, decompressed when they are gzip (artifacts and files come both ways)."""
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
 def read_json(path: Path) -> Any:
     """A JSON file, gzipped or not; errors name the file and, where it can, the entry."""
     try:
-        raw = path.read_bytes()
-        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+        text = gunzipped(path.read_bytes()).decode("utf-8")
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from exc
     try:

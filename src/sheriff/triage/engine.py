@@ -11,7 +11,6 @@ history policy's reads of earlier pushes are shared by all the pushes of a pass.
 
 from __future__ import annotations
 
-import gzip
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, Taskclu
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
+from sheriff.ingest.files import gunzipped
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
 from sheriff.model.history import configured as history_policy
 from sheriff.model.job import PushRef
@@ -374,7 +374,7 @@ class Triage:
 
     def _artifact_json(self, task_id: str, name: str) -> dict:
         raw = self.clients.latest_artifact(task_id, name)
-        data = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        data = orjson.loads(gunzipped(raw))
         return data if isinstance(data, dict) else {}
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
