@@ -6,7 +6,13 @@ by side, the regressions, the culprits named and how many were right, and the ba
 runs spent. Target: bisect names >= 90 % of culprits correctly with fewer runs than
 linear. Prints figures; never fails on them.
 
-    .venv/bin/python benchmarks/culprits.py [SCENARIO] [--policy history] [--json OUT]
+Accuracy is given twice: over every true regression, and over those in scope, the ones
+that failed at least one run on a queue sheriff is configured to triage (SPEC §3 rule 5;
+`--queue-prefixes`, default the setting, `gecko-t/t-linux-`). A regression that shows
+only on other queues never gets a verdict, so no backfill looks for its culprit.
+
+    .venv/bin/python benchmarks/culprits.py [SCENARIO] [--policy history]
+        [--queue-prefixes gecko-t/t-linux-,gecko-t/win] [--json OUT]
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", nargs="?", type=Path, default=SCENARIO)
     parser.add_argument("--policy", help="verdict policy (default: the setting)")
+    parser.add_argument(
+        "--queue-prefixes",
+        help="comma-separated queue prefixes sheriff triages (default: the setting)",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument(
         "--isolated",
@@ -46,6 +56,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    options: dict[str, Any] = {}
+    if args.queue_prefixes:
+        options["queue_prefixes"] = [p for p in args.queue_prefixes.split(",") if p]
     if args.isolated:
         play = play_isolated
     else:
@@ -55,16 +68,23 @@ def main() -> None:
     for name, backfill, same_manifests in CONFIGURATIONS:
         started = time.perf_counter()
         metrics = play(
-            args.scenario, policy=args.policy, backfill=backfill, same_manifests=same_manifests
+            args.scenario,
+            policy=args.policy,
+            backfill=backfill,
+            same_manifests=same_manifests,
+            **options,
         )
         culprits = metrics["culprits"]
+        in_scope = culprits.get("in_scope", culprits["regressions"])
         rows.append(
             {
                 "configuration": name,
                 "regressions": culprits["regressions"],
+                "in_scope": in_scope,
                 "found": culprits["found"],
                 "correct": culprits["correct"],
                 "accuracy": _ratio(culprits["correct"], culprits["regressions"]),
+                "accuracy_in_scope": _ratio(culprits["correct"], in_scope),
                 "precision": _ratio(culprits["correct"], culprits["found"]),
                 "backfill_runs": culprits["backfill_runs"],
                 "wall_seconds": time.perf_counter() - started,
@@ -78,19 +98,22 @@ def main() -> None:
         )
 
     header = (
-        f"{'backfill':<16} {'regr.':>5} {'found':>5} {'correct':>7} {'accuracy':>8} {'runs':>6}"
+        f"{'backfill':<16} {'regr.':>5} {'in scope':>8} {'found':>5} {'correct':>7} "
+        f"{'accuracy':>8} {'in scope':>8} {'runs':>6}"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
         print(
-            f"{row['configuration']:<16} {row['regressions']:>5} {row['found']:>5} "
-            f"{row['correct']:>7} {row['accuracy']:>8.2f} {row['backfill_runs']:>6}"
+            f"{row['configuration']:<16} {row['regressions']:>5} {row['in_scope']:>8} "
+            f"{row['found']:>5} {row['correct']:>7} {row['accuracy']:>8.2f} "
+            f"{row['accuracy_in_scope']:>8.2f} {row['backfill_runs']:>6}"
         )
     linear = next(r for r in rows if r["configuration"] == "linear")
     bisect = next(r for r in rows if r["configuration"] == "bisect")
     print(
-        f"bisect: accuracy {bisect['accuracy']:.2f} (target >= 0.90), "
+        f"bisect: accuracy {bisect['accuracy']:.2f}, {bisect['accuracy_in_scope']:.2f} over the "
+        f"{bisect['in_scope']} regressions in scope (target >= 0.90), "
         f"{bisect['backfill_runs']} runs vs linear {linear['backfill_runs']} "
         f"({_ratio(bisect['backfill_runs'], linear['backfill_runs']):.2f}x; target < 1)"
     )
@@ -112,10 +135,14 @@ class _Isolated:
     """
 
     RETRIGGERS = 5
-    QUEUE_PREFIX = "gecko-t/t-linux-"
 
     def __init__(
-        self, scenario_path: Path, settings: Any, tick_minutes: float = 10.0, details: bool = False
+        self,
+        scenario_path: Path,
+        settings: Any,
+        tick_minutes: float = 10.0,
+        details: bool = False,
+        queue_prefixes: tuple[str, ...] = ("gecko-t/t-linux-",),
     ) -> None:
         from sheriff.sim.scenario import load_scenario
         from sheriff.sim.world import World
@@ -137,6 +164,7 @@ class _Isolated:
         self.backfill_runs = 0
         self.tests_loaded = False
         self.details = details
+        self.queue_prefixes = queue_prefixes
 
     def play(self) -> dict[str, Any]:
         end = self.scenario.pushes * self.scenario.push_interval_minutes + 12 * 60
@@ -245,7 +273,7 @@ class _Isolated:
             if task.state != "failed" or not task.runs[-1].outcome.failures:
                 continue  # exceptions and runs without errorsummary are infra
             platform = self.scenario.platforms[task.spec.platform]
-            if not platform.task_queue_id.startswith(self.QUEUE_PREFIX):
+            if not platform.task_queue_id.startswith(self.queue_prefixes):
                 continue
             self.cases[task.task_id] = [
                 world.create_test_task(
@@ -334,10 +362,13 @@ class _Isolated:
 
     def _metrics(self) -> dict[str, Any]:
         from sheriff.backfill import culprit_metrics, reports
+        from sheriff.triage.simrun import regressions_in_scope
 
-        truth = self.world.truth()["regressions"]
+        world_truth = self.world.truth()
+        truth = world_truth["regressions"]
         with self.engine.connect() as conn:
-            culprits = culprit_metrics(conn, truth)
+            in_scope = regressions_in_scope(conn, world_truth["cases"], self.queue_prefixes)
+            culprits = culprit_metrics(conn, truth, len(in_scope))
             if self.details:
                 index = {p.revision: p.index for p in self.world.pushes}
                 for t in truth:
@@ -366,13 +397,16 @@ def play_isolated(
     policy: str | None = None,
     backfill: str,
     same_manifests: bool = True,
+    queue_prefixes: list[str] | None = None,
     details: bool = False,
 ) -> dict[str, Any]:
     """`play`'s culprit figures from the isolated harness (policy: always the seed rule)."""
     from sheriff.backfill import BackfillSettings
+    from sheriff.config import Settings
 
     settings = BackfillSettings(strategy=backfill, same_manifests=same_manifests)
-    return _Isolated(scenario_path, settings, details=details).play()
+    prefixes = tuple(queue_prefixes or Settings.model_fields["queue_prefixes"].default)
+    return _Isolated(scenario_path, settings, details=details, queue_prefixes=prefixes).play()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from sheriff.actions import log as request_log
 from sheriff.backfill import named_culprits
 from sheriff.store.schema import job, job_type, run_observation, triage_case
 from sheriff.triage import engine as engine_module
-from sheriff.triage.simrun import measure
+from sheriff.triage.simrun import measure, regressions_in_scope
 from tests.triage.conftest import drive, make_triage, one_pass
 
 VOID = {"exception", "retry", "usercancel", "superseded"}
@@ -210,3 +210,14 @@ def test_a_regression_is_backfilled_to_its_culprit(engine, sim) -> None:
     assert named and named[0]["culprit_revision"] == truth["culprit_revision"]
     metrics = _metrics(engine, sim, triage)
     assert metrics["culprits"]["correct"] == 1 and metrics["excess_retriggers"] == 0
+    assert metrics["culprits"]["in_scope"] == 1
+
+
+def test_a_regression_is_in_scope_only_where_its_runs_are_triaged(engine, sim) -> None:
+    # tiny.yaml's regression fails on Linux and Windows; macOS queues run nothing here.
+    drive(make_triage(engine, sim, backfill="off"), sim)
+    cases = sim.truth()["cases"]
+    with engine.connect() as conn:
+        assert regressions_in_scope(conn, cases, ("gecko-t/t-linux-",)) == {0}
+        assert regressions_in_scope(conn, cases, ("gecko-t/win",)) == {0}
+        assert regressions_in_scope(conn, cases, ("releng-hardware/",)) == set()

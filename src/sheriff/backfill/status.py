@@ -159,12 +159,16 @@ def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
     ]
 
 
-def culprit_metrics(conn: sa.Connection, regressions: list[dict[str, Any]]) -> dict[str, int]:
+def culprit_metrics(
+    conn: sa.Connection, regressions: list[dict[str, Any]], in_scope: int | None = None
+) -> dict[str, int]:
     """The `culprits` figures of the sim metrics, against the simulator's true regressions.
 
     A regression is found when a report about one of its tests named a culprit, and correct
     when the first such report named its true culprit revision (`culprit_revision`); the
-    backfill runs are the tasks backfill actions created that sheriff has seen.
+    backfill runs are the tasks backfill actions created that sheriff has seen. `in_scope`
+    (default: all) counts the regressions that failed at least one run sheriff was
+    configured to triage: one that shows only on other queues cannot have a culprit named.
     """
     named = named_culprits(conn)
     found = correct = 0
@@ -180,6 +184,7 @@ def culprit_metrics(conn: sa.Connection, regressions: list[dict[str, Any]]) -> d
     ).scalar_one()
     return {
         "regressions": len(regressions),
+        "in_scope": len(regressions) if in_scope is None else in_scope,
         "found": found,
         "correct": correct,
         "backfill_runs": runs,

@@ -32,7 +32,7 @@ from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
 from sheriff.errors import InputError, ServiceError
 from sheriff.store.db import open_database
-from sheriff.store.schema import job, job_type, push, triage_case
+from sheriff.store.schema import job, job_type, push, task_queue, triage_case
 from sheriff.triage.engine import PassSummary, Triage
 
 SIM_CLIENT_ID = "sheriff-dev"
@@ -129,6 +129,7 @@ def play(
     policy: str | None = None,
     backfill: str | None = None,
     same_manifests: bool = True,
+    queue_prefixes: list[str] | None = None,
     database_url: str | None = None,
     pass_minutes: int = 10,
     progress: Callable[[float, PassSummary], None] | None = None,
@@ -152,6 +153,7 @@ def play(
                 repositories=[scenario.repository],
                 backfill_same_manifests=same_manifests,
                 **({} if policy is None else {"policy": policy}),
+                **({} if queue_prefixes is None else {"queue_prefixes": queue_prefixes}),
             )
             clients = taskcluster_clients(
                 sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
@@ -198,6 +200,7 @@ def play(
                 stats,
                 action_counts,
                 policy=triage.policy.name,
+                queue_prefixes=settings.queue_prefixes,
                 virtual_hours=(sim.now - begin).total_seconds() / 3600,
             )
             clients.close()
@@ -219,6 +222,7 @@ def measure(
     *,
     policy: str,
     virtual_hours: float,
+    queue_prefixes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The metrics object of scenarios/README.md from the store and the simulator's truth."""
     with engine.connect() as conn:
@@ -234,7 +238,14 @@ def measure(
         ).all()
         requests = request_log.requests(conn)
     with engine.connect() as conn:
-        culprits = culprit_metrics(conn, truth.get("regressions", []))
+        in_scope = (
+            None
+            if queue_prefixes is None
+            else regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes))
+        )
+        culprits = culprit_metrics(
+            conn, truth.get("regressions", []), None if in_scope is None else len(in_scope)
+        )
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
@@ -309,6 +320,29 @@ def measure(
             "p50": round(statistics.median(delays), 1) if delays else 0.0,
             "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
         },
+    }
+
+
+def regressions_in_scope(
+    conn: sa.Connection, cases: dict[str, Any], queue_prefixes: tuple[str, ...]
+) -> set[int]:
+    """The true regressions that failed at least one original run on a queue under the
+    prefixes sheriff triages (SPEC §3 rule 5): only those can get a verdict, and a culprit."""
+    regressed = {
+        task_id: {f["regression"] for f in case["failures"] if f["regression"] is not None}
+        for task_id, case in cases.items()
+        if case["truth"] == "regression"
+    }
+    rows = conn.execute(
+        sa.select(job.c.task_id, task_queue.c.name)
+        .join(task_queue, task_queue.c.id == job.c.task_queue_id)
+        .where(job.c.task_id.in_(list(regressed)))
+    ).all()
+    return {
+        index
+        for task_id, queue in rows
+        if queue.startswith(queue_prefixes)
+        for index in regressed[task_id]
     }
 
 
