@@ -5,18 +5,21 @@ from __future__ import annotations
 import doctest
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
 from sheriff.model import history as history_module
 from sheriff.model.history import (
     CaseHistory,
+    EarlierRuns,
     HistoryPolicy,
     PastCase,
     Priors,
     RateDistribution,
     configured,
     fit_priors,
+    same_configuration,
 )
 from sheriff.model.policy import (
     CaseEvidence,
@@ -99,19 +102,30 @@ def test_priors_are_fitted_from_past_cases() -> None:
     assert on < 0 < off  # an open intermittent bug speaks for a flake
 
 
+def test_rates_are_fitted_from_verdicts_when_known() -> None:
+    # Cases left between the bounds at the cap (P 0.7, one of five reproduced) count where
+    # their verdict put them: they no longer drag a regression's repeat rate down.
+    confident = [PastCase(p=0.99, k=3, n=3, regression=True) for _ in range(10)]
+    undecided = [PastCase(p=0.7, k=1, n=5, regression=False) for _ in range(20)]
+    by_verdict = fit_priors(confident + undecided)
+    by_p = fit_priors(confident + [replace(c, regression=None) for c in undecided])
+    assert by_verdict.regression.mean > 0.9 > by_p.regression.mean
+    assert by_verdict.base_rate == pytest.approx((10 + 1) / (30 + 2))
+
+
 def test_a_fact_is_fitted_against_the_retrigger_only_probability() -> None:
     def past(p_retriggers: float | None) -> list[PastCase]:
         return [
-            PastCase(p=0.99, k=1, n=1, features={"seen_before": True}, p_retriggers=p_retriggers)
+            PastCase(p=0.99, k=1, n=1, features={"open_bug": False}, p_retriggers=p_retriggers)
         ] * 20 + [
-            PastCase(p=0.01, k=0, n=2, features={"seen_before": False}, p_retriggers=p_retriggers)
+            PastCase(p=0.01, k=0, n=2, features={"open_bug": True}, p_retriggers=p_retriggers)
         ] * 20
 
     # Labelled by the final p, which the fact itself helped make, it looks decisive...
-    fitted = fit_priors(past(None)).feature_log_lr["seen_before"][0]
+    fitted = fit_priors(past(None)).feature_log_lr["open_bug"][1]
     assert fitted == pytest.approx(math.log(5.0))
     # ...labelled by what the runs alone said, it says nothing here.
-    assert abs(fit_priors(past(0.5)).feature_log_lr["seen_before"][0]) < 0.05
+    assert abs(fit_priors(past(0.5)).feature_log_lr["open_bug"][1]) < 0.05
 
 
 def test_history_cannot_outweigh_retriggers_alone() -> None:
@@ -140,6 +154,23 @@ def test_first_wave_without_history_is_small() -> None:
     priors, size = Priors(), decision.retriggers
     assert priors.posterior({}, k=size - 1, n=size - 1) < POLICY.upper
     assert priors.posterior({}, k=0, n=size - 1) > POLICY.lower or size - 1 < 2
+
+
+def test_no_regression_before_a_retrigger_reproduced() -> None:
+    # Clean for 20 pushes, failing on both other configurations of this push: history
+    # alone says regression, yet the verdict waits for a reproduction on this push.
+    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(20, 0, -1))
+    history = CaseHistory(earlier=(*quiet, EarlierRuns(0, other_runs=2, other_shown=2)))
+    first = POLICY.decide(case(history=history))
+    assert first.p_regression is not None and first.p_regression >= POLICY.upper
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 1
+    assert POLICY.decide(case(done("r1", A), history=history)).verdict is Verdict.REGRESSION
+    # Every run spent, none reproduced: intermittent whatever P says.
+    clean = [done(f"r{i}") for i in range(5)]
+    decision = POLICY.decide(case(*clean, history=CaseHistory(priors=Priors(base_rate=0.999))))
+    assert decision.p_regression is not None and decision.p_regression >= POLICY.at_cap
+    assert decision.verdict is Verdict.INTERMITTENT
+    assert "no retrigger reproduced" in decision.reason
 
 
 def test_waits_while_the_wave_is_in_flight() -> None:
@@ -176,8 +207,9 @@ def test_an_open_intermittent_bug_may_decide_without_retriggers() -> None:
 
 
 def test_another_configuration_failing_speeds_up_a_regression() -> None:
-    lrs = {"other_configs": (math.log(8.0), 0.0)}
-    history = CaseHistory(features={"other_configs": True}, priors=Priors(feature_log_lr=lrs))
+    # Two other configurations of the push show the line; the test never failed before.
+    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(10, 0, -1))
+    history = CaseHistory(earlier=(*quiet, EarlierRuns(0, other_runs=2, other_shown=2)))
     neutral_first = POLICY.decide(case(done("r1", A)))
     informed_first = POLICY.decide(case(done("r1", A), history=history))
     assert informed_first.p_regression > neutral_first.p_regression
@@ -186,24 +218,41 @@ def test_another_configuration_failing_speeds_up_a_regression() -> None:
 
 def test_earlier_runs_on_the_configuration_tell_a_regression_from_a_flake() -> None:
     priors = Priors()
-    clean_then_failing = (False,) * 6 + (True, True, True)
-    scattered = (True,) + (False,) * 5 + (True,) + (False,) * 5
-    assert priors.posterior({}, k=0, n=0, runs=clean_then_failing) > 0.95
-    assert priors.posterior({}, k=0, n=0, runs=scattered) < 0.3  # prior 0.5
+    clean_then_failing = same_configuration((False,) * 6 + (True, True, True))
+    scattered = same_configuration((True,) + (False,) * 5 + (True,) + (False,) * 5)
+    assert priors.posterior({}, k=0, n=0, earlier=clean_then_failing) > 0.95
+    assert priors.posterior({}, k=0, n=0, earlier=scattered) < 0.1  # prior 0.5
     # a streak: a regression on the first reproduction
-    history = CaseHistory(runs=clean_then_failing)
+    history = CaseHistory(earlier=clean_then_failing)
     assert POLICY.decide(case(done("r1", A), history=history)).verdict is Verdict.REGRESSION
     # scattered failures: two clean retriggers settle it as a flake
-    history = CaseHistory(runs=scattered)
+    history = CaseHistory(earlier=scattered)
     decision = POLICY.decide(case(done("r1"), done("r2"), history=history))
     assert decision.verdict is Verdict.INTERMITTENT
-    assert decision.to_dict()["history"]["runs_before"] == [int(r) for r in scattered]
+    assert decision.to_dict()["history"]["earlier_runs"] == [e.to_list() for e in scattered]
+
+
+def test_other_configurations_tell_a_flake_from_a_regression() -> None:
+    # Clean on this configuration; on the others the test failed now and then all along
+    # (a flake, likely everywhere), or only since three pushes (a regression that landed
+    # there and reached this configuration now).
+    def history(failed_on_others) -> tuple[EarlierRuns, ...]:
+        return tuple(
+            EarlierRuns(ago, runs=1, other_runs=3, other_shown=int(failed_on_others(ago)))
+            for ago in range(30, 0, -1)
+        )
+
+    priors = Priors()
+    scattered = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: ago % 6 == 0))
+    recent = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: ago <= 3))
+    alone = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: False))
+    assert scattered < 0.2 < 0.5 < alone < 0.95 < recent
 
 
 def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
     priors = Priors()
-    clean = (False,) * 12
-    assert priors.posterior({}, k=1, n=1, runs=clean) >= priors.posterior({}, k=1, n=1) - 0.01
+    clean = same_configuration((False,) * 12)
+    assert priors.posterior({}, k=1, n=1, earlier=clean) >= priors.posterior({}, k=1, n=1) - 0.01
 
 
 def test_at_the_cap_a_regression_needs_p_at_least_at_cap() -> None:

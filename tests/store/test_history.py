@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
+from sheriff.model.history import EarlierRuns
 from sheriff.model.job import job_from_task
 from sheriff.store.history import (
     PassCache,
@@ -59,6 +60,11 @@ def history_of(engine, job_id):
         return PushHistory(conn, original["push_id"]).case(original, next(iter(obs), None))
 
 
+def shown(history) -> tuple[bool, ...]:
+    """The case configuration's earlier runs, oldest first: did each show the line?"""
+    return tuple(i < e.shown for e in history.earlier for i in range(e.runs))
+
+
 def test_the_failing_test_of_a_line() -> None:
     assert failing_test(LINE) == "dom/a/test_a.html"
     assert failing_test("PROCESS-CRASH no pipes") is None
@@ -70,6 +76,7 @@ def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -
         [
             (0, "bc1", LINUX, [A], None),
             (1, "bc1", LINUX, [A], [LINE]),  # failed earlier, same configuration
+            (1, "bc1", WIN, [A], None),  # clean on another configuration
             (2, "bc2", LINUX, [A], None),  # clean since (another chunk ran the test)
             (2, "bc1", LINUX, [OTHER], None),  # did not run the test: no evidence
             (3, "bc1", WIN, [A], [LINE]),  # another configuration, same push
@@ -77,16 +84,24 @@ def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -
         ],
     )
     history = history_of(engine, ids[-1])
-    assert history.features == {"open_bug": True, "seen_before": True, "other_configs": True}
-    assert history.runs == (False, True, False)  # oldest first; push 2's other manifests skipped
+    assert history.features == {"open_bug": True}
+    # oldest first, one entry per push; push 2's other manifests skipped; the case itself
+    # is not an earlier run
+    assert history.earlier == (
+        EarlierRuns(3, runs=1, shown=0),
+        EarlierRuns(2, runs=1, shown=1, other_runs=1, other_shown=0),
+        EarlierRuns(1, runs=1, shown=0),
+        EarlierRuns(0, other_runs=1, other_shown=1),
+    )
     assert history.facts["earlier_pushes_with_line"] == 1
     assert history.facts["other_configs_with_line"] == 1
-    assert history.facts["same_config_runs"] == [
+    assert history.facts["runs"] == [
         {
             "line": LINE,
-            "runs": 3,
-            "showed_line": 1,
-            "latest": {"showed_line": False, "pushes_ago": 1},
+            "same_config": 3,
+            "same_config_showed_line": 1,
+            "other_configs": 2,
+            "other_configs_showed_line": 1,
         }
     ]
     assert history.facts["open_bugs"] == [1234]
@@ -103,7 +118,9 @@ def test_a_failing_streak_on_the_same_configuration(engine) -> None:
         ],
     )
     # push 2 failed for another test only: it ran ours cleanly
-    assert history_of(engine, ids[-1]).runs == (False, True, False)
+    history = history_of(engine, ids[-1])
+    assert shown(history) == (False, True, False)
+    scattered = history.priors.posterior({}, k=0, n=0, earlier=history.earlier)
     with engine.begin() as conn:
         conn.execute(
             run_observation.update()
@@ -111,9 +128,9 @@ def test_a_failing_streak_on_the_same_configuration(engine) -> None:
             .values(failure_lines=[LINE])
         )
     history = history_of(engine, ids[-1])
-    assert history.runs == (False, True, True)
-    assert history.features["seen_before"] is False  # a streak, not scattered failures
-    assert history.features["other_configs"] is False
+    assert shown(history) == (False, True, True)
+    streak = history.priors.posterior({}, k=0, n=0, earlier=history.earlier)
+    assert streak > scattered  # failing since a push looks more like a regression
 
 
 def test_a_new_failure_has_no_history(engine) -> None:
@@ -125,8 +142,8 @@ def test_a_new_failure_has_no_history(engine) -> None:
             .values(bug_suggestions=[{"search": RAW, "open_bugs": []}])
         )
     history = history_of(engine, ids[1])
-    assert history.features == {"open_bug": False, "seen_before": False, "other_configs": False}
-    assert history.runs == (False,)
+    assert history.features == {"open_bug": False}
+    assert history.earlier == (EarlierRuns(1, runs=1),)
 
 
 def test_priors_are_fitted_from_decided_history_cases_only(engine) -> None:
@@ -181,13 +198,13 @@ def test_only_manifests_that_list_the_test_say_it_ran(engine) -> None:
             (2, "bc1", LINUX, [A], [LINE]),
         ],
     )
-    assert history_of(engine, ids[-1]).runs == (False, False)
+    assert shown(history_of(engine, ids[-1])) == (False, False)
     with engine.begin() as conn:
         push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == ids[0])).scalar_one()
         load_push_manifests(
             conn, push_id, {}, {A: ["dom/a/test_a.html"], plain: ["dom/a/test_plain.html"]}
         )
-    assert history_of(engine, ids[-1]).runs == (False,)
+    assert shown(history_of(engine, ids[-1])) == (False,)
 
 
 def test_a_pass_cache_shared_by_pushes_reads_the_same_history(engine) -> None:

@@ -37,7 +37,7 @@ def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, si
     for verdict, p, evidence in decided:
         assert evidence["policy"] == "history" and evidence["p_regression"] == p
         history = evidence["history"]
-        assert set(history) >= {"k", "n", "features", "facts", "runs_before", "priors"}
+        assert set(history) >= {"k", "n", "features", "facts", "earlier_runs", "priors"}
         assert history["n"] <= 5
         if "seed rule" not in evidence["reason"] and evidence["lines"]:
             # decided by a threshold: the stored probability says which side

@@ -2,13 +2,13 @@
 
 For a case, two hypotheses: R (a regression active on the push makes the test fail with
 some rate q) and I (the test is intermittent and fails with its flake rate f). The prior
-odds are the fleet's share of regressions among decided cases; binary facts from the
-store's history (an open intermittent bug for every line, the line seen on earlier pushes,
-a failing streak on the same platform configuration, the same line on other
-configurations of the push, a clean previous run) multiply them by likelihood ratios; the
-retriggers add a beta-binomial likelihood ratio (k of n reproduced) with q ~ Beta and
-f ~ Beta. Every number is fitted from earlier decided cases (soft-labelled by their own
-P(regression)), starting from weak defaults, never from scenario files:
+odds are the fleet's share of regressions among decided cases; a binary fact (an open
+intermittent bug for every line) multiplies them by its likelihood ratio; the retriggers
+(k of n reproduced) and the test's runs on earlier pushes and other configurations add
+a beta-binomial likelihood ratio, with q ~ Beta and f ~ Beta, where a regression landed
+on some push and made the runs fail from there on. Every number is fitted from earlier
+decided cases (labelled by their verdicts; the fact against the probability the runs alone
+gave), starting from weak defaults, never from scenario files:
 
     >>> from sheriff.model.history import CaseHistory, PastCase, fit_priors
     >>> priors = fit_priors([PastCase(p=0.9, k=2, n=2), PastCase(p=0.05, k=0, n=2)])
@@ -46,18 +46,18 @@ from sheriff.model.policy import (
 __all__ = [
     "FEATURES",
     "CaseHistory",
+    "EarlierRuns",
     "HistoryPolicy",
     "PastCase",
     "Priors",
     "RateDistribution",
     "fit_priors",
+    "same_configuration",
 ]
 
 # The binary history facts the model weighs, in the order they are reported.
 FEATURES = (
     "open_bug",  # every failure line has an open intermittent bug in the bug suggestions
-    "seen_before",  # a line showed on an earlier push (any configuration), no streak
-    "other_configs",  # another configuration on the same push showed a line of the original
 )
 
 # Weak defaults, worth a few cases each, so that early pushes decide on retriggers alone.
@@ -67,9 +67,10 @@ _DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
 # Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
 # regression's anywhere from "sometimes" (an intermittent regression) to always.
 _FLAKE_SPREAD = 20.0
-# Before a regression the test is one of many, nearly all never flaky: its chance to fail
-# a run is the flake rate divided by this.
-_RARITY = 10.0
+# A test that does not fail through a flake of its own (before a regression, or on the
+# configurations a flake does not touch) is one of many, nearly all never flaky: flaky
+# with this chance, else never failing.
+_FLAKY_SHARE = 0.1
 _REGRESSION_SPREAD = 2.0
 _FEATURE_SMOOTHING = 0.5  # Jeffreys
 # Naive Bayes is overconfident on correlated facts: each fact, and all of them together,
@@ -91,6 +92,30 @@ class PastCase:
     n: int
     features: Mapping[str, bool] = field(default_factory=dict)
     p_retriggers: float | None = None
+    regression: bool | None = None  # its verdict, when known
+
+
+@dataclass(frozen=True)
+class EarlierRuns:
+    """The test's runs on one push: on the case's configuration and on the others, and
+    how many of each showed a failure line of the original."""
+
+    ago: int  # pushes before the case's; 0 = the case's push (other configurations only)
+    runs: int = 0
+    shown: int = 0
+    other_runs: int = 0
+    other_shown: int = 0
+
+    def to_list(self) -> list[int]:
+        return [self.ago, self.runs, self.shown, self.other_runs, self.other_shown]
+
+
+def same_configuration(runs: Sequence[bool]) -> tuple[EarlierRuns, ...]:
+    """One run per earlier push on the case's configuration, oldest first (True: it showed
+    the line), as `EarlierRuns`."""
+    return tuple(
+        EarlierRuns(ago=len(runs) - i, runs=1, shown=int(shown)) for i, shown in enumerate(runs)
+    )
 
 
 @dataclass(frozen=True)
@@ -128,41 +153,85 @@ class Priors:
         shift = max(-_MAX_HISTORY_LOG_LR, min(_MAX_HISTORY_LOG_LR, shift))
         return _logit(self.base_rate) + shift
 
-    def retrigger_log_lr(self, k: int, n: int, runs: Sequence[bool] = ()) -> float:
-        """Log likelihood ratio R:I of the retriggers and the earlier runs of the test.
+    def retrigger_log_lr(self, k: int, n: int, earlier: Sequence[EarlierRuns] = ()) -> float:
+        """Log likelihood ratio R:I of the retriggers and the test's earlier runs.
 
-        `runs` are the earlier runs of the test on the same configuration, oldest first
-        (True: showed the line). Under I they share the flaky test's rate with the
-        retriggers. Under R the regression began after an unknown number c of them (half the
-        weight on c = m, this push): the runs before fail like any test, the runs after and the
-        retriggers at the regression's rate. So a test clean until lately and failing
-        since looks like a regression; failures scattered over clean runs like a flake.
+        `earlier` are the test's runs on earlier pushes (and on other configurations of
+        this push), on the case's configuration and on the others. Under I the test is
+        flaky: on every configuration at one rate f, or on this one only (the others fail
+        like any test, `_quiet`); half the weight each. Under R a regression landed on some push c
+        (half the weight on this push, the other half spread over the earlier pushes with
+        runs): runs before c fail like any test (`_quiet`), runs from c on at the regression's rate,
+        on every configuration or on this one only (half the weight each). So a test clean
+        until lately and failing since looks like a regression; failures scattered over
+        clean runs, here or on other configurations, like a flake.
         """
-        m, hits = len(runs), sum(runs)
-        intermittent = self.flake.log_likelihood(k + hits, n + m)
-        before = RateDistribution(self.flake.a, self.flake.b + self.flake.a * _RARITY)
-        terms = []
-        for c in range(m + 1):
-            k_pre = sum(runs[:c])
-            terms.append(
-                before.log_likelihood(k_pre, c)
-                + self.regression.log_likelihood(k + hits - k_pre, n + m - c)
-            )
-        # Half the weight on "it began on this push" (what a regression case usually is),
-        # the other half spread over the earlier runs.
-        if m:
-            regression = _log_add(
-                math.log(0.5) + terms[m], math.log(0.5) + _log_mean_exp(terms[:m])
-            )
-        else:
-            regression = terms[0]
+        pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
+        same = (k + sum(e.shown for e in pushes), n + sum(e.runs for e in pushes))
+        other = (sum(e.other_shown for e in pushes), sum(e.other_runs for e in pushes))
+        intermittent = _log_half_sum(
+            self.flake.log_likelihood(same[0] + other[0], same[1] + other[1]),
+            self.flake.log_likelihood(*same) + self._quiet(*other),
+        )
+        # Runs from the change point on ("after"), for each change point, newest first.
+        after_same, after_other = [k, n], [0, 0]
+        wide: list[float] = []
+        alone: list[float] = []
+        for index, entry in enumerate(pushes):
+            after_same[0] += entry.shown
+            after_same[1] += entry.runs
+            after_other[0] += entry.other_shown
+            after_other[1] += entry.other_runs
+            last_of_push = index + 1 == len(pushes) or pushes[index + 1].ago != entry.ago
+            if entry.ago == 0 or not last_of_push or not (entry.runs or entry.other_runs):
+                continue
+            wide.append(self._change_point(same, other, after_same, after_other))
+            alone.append(self._change_point(same, other, after_same, None))
+        # c = this push: only the retriggers and this push's other configurations are after.
+        here_other = [sum(e.other_shown for e in pushes if e.ago == 0)]
+        here_other.append(sum(e.other_runs for e in pushes if e.ago == 0))
+        now_wide = self._change_point(same, other, [k, n], here_other)
+        now_alone = self._change_point(same, other, [k, n], None)
+        regression = _log_half_sum(
+            _log_half_sum(now_wide, _log_mean_exp(wide)) if wide else now_wide,
+            _log_half_sum(now_alone, _log_mean_exp(alone)) if alone else now_alone,
+        )
         return regression - intermittent
 
+    def _quiet(self, hits: int, runs: int) -> float:
+        """log P(hits of runs) for a test with no reason to fail: never, or flaky by chance."""
+        flaky = math.log(_FLAKY_SHARE) + self.flake.log_likelihood(hits, runs)
+        return _log_add(math.log(1.0 - _FLAKY_SHARE), flaky) if hits == 0 else flaky
+
+    def _change_point(
+        self,
+        same: tuple[int, int],
+        other: tuple[int, int],
+        after_same: Sequence[int],
+        after_other: Sequence[int] | None,
+    ) -> float:
+        """log P(runs | R, change point): `after_other` None = this configuration only."""
+        if after_other is None:
+            quiet = (same[0] - after_same[0] + other[0], same[1] - after_same[1] + other[1])
+            broken = (after_same[0], after_same[1])
+        else:
+            quiet = (
+                same[0] - after_same[0] + other[0] - after_other[0],
+                same[1] - after_same[1] + other[1] - after_other[1],
+            )
+            broken = (after_same[0] + after_other[0], after_same[1] + after_other[1])
+        return self._quiet(*quiet) + self.regression.log_likelihood(*broken)
+
     def posterior(
-        self, features: Mapping[str, bool], *, k: int, n: int, runs: Sequence[bool] = ()
+        self,
+        features: Mapping[str, bool],
+        *,
+        k: int,
+        n: int,
+        earlier: Sequence[EarlierRuns] = (),
     ) -> float:
         """P(regression | history facts, earlier runs, k of n retriggers reproduced)."""
-        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n, runs))
+        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n, earlier))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,18 +256,19 @@ class CaseHistory:
     features: Mapping[str, bool] = field(default_factory=dict)
     priors: Priors = Priors()
     facts: Mapping[str, Any] = field(default_factory=dict)  # counts behind the features
-    # Earlier runs of the test on the same configuration, oldest first: showed the line?
-    runs: tuple[bool, ...] = ()
+    # The test's runs on earlier pushes (any configuration) and on this push's other
+    # configurations, one entry per push.
+    earlier: tuple[EarlierRuns, ...] = ()
 
 
 def fit_priors(past: Iterable[PastCase]) -> Priors:
     """Fit the priors from earlier decided cases, soft-labelled by their P(regression)."""
     cases = [c for c in past if 0.0 <= c.p <= 1.0 and 0 <= c.k <= c.n]
-    reg = sum(c.p for c in cases)
+    reg = sum(_verdict(c) for c in cases)
     base = (reg + _DEFAULT_BASE[0]) / (len(cases) + sum(_DEFAULT_BASE))
-    flake = _fit_rate([(1.0 - c.p, c.k, c.n) for c in cases], _DEFAULT_FLAKE, _FLAKE_SPREAD)
+    flake = _fit_rate([(1.0 - _verdict(c), c.k, c.n) for c in cases], _DEFAULT_FLAKE, _FLAKE_SPREAD)
     regression = _fit_rate(
-        [(c.p, c.k, c.n) for c in cases], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
+        [(_verdict(c), c.k, c.n) for c in cases], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
     )
     lrs: dict[str, tuple[float, float]] = {}
     for name in FEATURES:
@@ -214,6 +284,14 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     return Priors(
         base_rate=base, flake=flake, regression=regression, feature_log_lr=lrs, cases=len(cases)
     )
+
+
+def _verdict(case: PastCase) -> float:
+    """How much a past case counts as a regression for the base rate and the repeat rates:
+    its verdict when known. Weighted by P(regression) instead, the undecided cases spent at
+    the cap (P about 0.5-0.8, few reproductions) dragged the regressions' repeat rate down
+    toward the flakes' until the two could no longer be told apart."""
+    return case.p if case.regression is None else float(case.regression)
 
 
 def _label(case: PastCase) -> float:
@@ -243,17 +321,17 @@ class HistoryPolicy:
     name: ClassVar[str] = "history"
     needs_history: ClassVar[bool] = True
     rule: ClassVar[str] = (
-        "P(regression) from the fleet's base rate, the case's history facts (open "
-        "intermittent bug, earlier failures, failing streak or clean run on the same "
-        "configuration, other configurations of the push) and the retriggers that "
-        "reproduced a failure line of the original (beta-binomial, rates fitted from "
-        "earlier cases). Regression once P >= upper, intermittent once P <= lower; "
-        "retriggers go out in waves just large enough that the verdict could be due; an "
-        "intermittent verdict needs min_clean_runs retriggers that did not reproduce unless "
-        "every line has an open intermittent bug, and never comes once min_reproductions "
-        "retriggers reproduced; at runs_wanted runs a regression needs P >= at_cap (a false "
-        "regression costs four times a missed one). An original without failure lines is "
-        "intermittent."
+        "P(regression) from the fleet's base rate, an open intermittent bug for every line, "
+        "the test's runs on earlier pushes and other configurations (a regression landed on "
+        "some push and fails them from there on, or a flake fails them all along) and the "
+        "retriggers that reproduced a failure line of the original (beta-binomial, rates "
+        "fitted from earlier cases). Regression once P >= upper, intermittent once P <= "
+        "lower; retriggers go out in waves just large enough that the verdict could be due; "
+        "an intermittent verdict needs min_clean_runs retriggers that did not reproduce "
+        "unless every line has an open intermittent bug, and never comes once "
+        "min_reproductions retriggers reproduced; a regression verdict needs a retrigger that"
+        " reproduced; at runs_wanted runs a regression needs P >= at_cap (a false regression "
+        "costs four times a missed one). An original without failure lines is intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
@@ -305,8 +383,8 @@ class HistoryPolicy:
                 p=p,
                 cancel=_cancellable(evidence.retriggers),
             )
-        runs = history.runs
-        p = priors.posterior(history.features, k=k, n=n, runs=runs)
+        earlier = history.earlier
+        p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced"
         known_flake = bool(history.features.get("open_bug"))
         # No intermittent verdict before the cap once the seed rule's reproductions are in:
@@ -314,7 +392,12 @@ class HistoryPolicy:
         enough = k < evidence.min_reproductions and (
             known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
         )
-        if p >= self.upper or (p <= self.lower and enough):
+        # No regression verdict before a retrigger reproduced the failure on this push:
+        # history says where to look, only a reproduction confirms (and a regression
+        # verdict sets a backfill going). A failure on two configurations at once, clean
+        # before, looks like a regression to history alone, yet flaky tests do that too.
+        confirmed = k >= 1
+        if (p >= self.upper and confirmed) or (p <= self.lower and enough):
             verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
             bound = f">= {self.upper}" if p >= self.upper else f"<= {self.lower}"
             return self._decision(
@@ -344,12 +427,13 @@ class HistoryPolicy:
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
-            regression = p >= self.at_cap
+            regression = p >= self.at_cap and confirmed
             verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
                 f"{why}; all {evidence.runs_wanted} runs used, "
-                f"{'>=' if regression else '<'} {self.at_cap} at the cap",
+                f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
+                + ("" if confirmed else ", and no retrigger reproduced"),
                 facts,
                 history,
                 k,
@@ -357,7 +441,7 @@ class HistoryPolicy:
                 verdict=verdict,
                 p=p,
             )
-        wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions, runs)
+        wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions, earlier)
         return self._decision(
             DecisionKind.RETRIGGER,
             f"{why}; asking for {_plural(wave, 'more run')}",
@@ -377,13 +461,13 @@ class HistoryPolicy:
         n: int,
         room: int,
         min_reproductions: int = 2,
-        runs: Sequence[bool] = (),
+        earlier: Sequence[EarlierRuns] = (),
     ) -> int:
         """The fewest runs after which either unanimous outcome would give a verdict."""
         floor = 0 if features.get("open_bug") else self.min_clean_runs
         for size in range(1, room + 1):
-            up = priors.posterior(features, k=k + size, n=n + size, runs=runs)
-            down = priors.posterior(features, k=k, n=n + size, runs=runs)
+            up = priors.posterior(features, k=k + size, n=n + size, earlier=earlier)
+            down = priors.posterior(features, k=k, n=n + size, earlier=earlier)
             clean_enough = n + size - k >= floor and k < min_reproductions
             if up >= self.upper or (down <= self.lower and clean_enough):
                 return size
@@ -410,9 +494,10 @@ class HistoryPolicy:
             "features": dict(history.features),
             "facts": dict(history.facts),
             "prior_p": round(_sigmoid(priors.prior_log_odds(history.features)), 4),
-            "runs_before": [int(r) for r in history.runs],
+            # [pushes ago, runs, showed the line, other configurations' runs, showed it]
+            "earlier_runs": [e.to_list() for e in history.earlier],
             "p_retriggers": round(
-                _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n, history.runs)),
+                _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n, history.earlier)),
                 4,
             ),
             "thresholds": {
@@ -450,6 +535,11 @@ def configured(
         min_clean_runs=base.min_clean_runs if min_clean_runs is None else min_clean_runs,
         at_cap=base.at_cap if at_cap is None else at_cap,
     )
+
+
+def _log_half_sum(x: float, y: float) -> float:
+    """log(e^x / 2 + e^y / 2): two hypotheses with half the weight each."""
+    return _log_add(x, y) - math.log(2.0)
 
 
 def _log_mean_exp(values: list[float]) -> float:

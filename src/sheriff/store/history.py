@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
-from sheriff.model.history import CaseHistory, PastCase, Priors, fit_priors
+from sheriff.model.history import CaseHistory, EarlierRuns, PastCase, Priors, fit_priors
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
     job,
@@ -28,10 +28,9 @@ from sheriff.store.schema import (
     triage_case,
 )
 
-LOOKBACK_PUSHES = 45  # earlier pushes of the repository looked at for a case
-# Latest earlier runs of the test on the same configuration: enough to see a flaky test
-# fail now and then, and an intermittent regression's clean runs before it began.
-RUNS_LOOKED_AT = 40
+# Earlier pushes of the repository looked at for a case: enough to see a flaky test fail
+# now and then, and an intermittent regression's clean runs before it began.
+LOOKBACK_PUSHES = 45
 VERDICTS = ("regression", "intermittent")
 
 
@@ -59,14 +58,18 @@ def past_cases(conn: sa.Connection, repository_id: int, limit: int = 2000) -> li
                 triage_case.c.id,
                 triage_case.c.p_regression,
                 triage_case.c.decided_at,
+                triage_case.c.verdict,
                 triage_case.c.evidence,
             ).where(condition)
         ):
-            known[r.id] = ((r.p_regression, r.decided_at), _past_case(r.p_regression, r.evidence))
+            case = _past_case(r.p_regression, r.evidence, r.verdict == "regression")
+            known[r.id] = ((r.p_regression, r.decided_at), case)
     return [case for r in rows if (case := known[r.id][1]) is not None]
 
 
-def _past_case(p: float | None, evidence: Mapping[str, Any] | None) -> PastCase | None:
+def _past_case(
+    p: float | None, evidence: Mapping[str, Any] | None, regression: bool
+) -> PastCase | None:
     details = (evidence or {}).get("history") or {}
     if p is None or "k" not in details or "n" not in details:
         return None
@@ -76,6 +79,7 @@ def _past_case(p: float | None, evidence: Mapping[str, Any] | None) -> PastCase 
         n=int(details["n"]),
         features={str(k): bool(v) for k, v in (details.get("features") or {}).items()},
         p_retriggers=details.get("p_retriggers"),
+        regression=regression,
     )
 
 
@@ -128,9 +132,9 @@ class PassCache:
     Valid for one pass only (observations are stored before cases advance)."""
 
     failed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by push id
-    # (machine platform id, option collection) → push id → finished test runs there:
-    # (job id, result, manifest set id)
-    runs: dict[tuple[int, str], dict[int, list[tuple[int, str, int | None]]]] = field(
+    # push id → finished test runs there: (job id, configuration, result, manifest set id),
+    # a configuration being (machine platform id, option collection)
+    runs: dict[int, list[tuple[int, tuple[int, str], str, int | None]]] = field(
         default_factory=dict
     )
     priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
@@ -230,79 +234,86 @@ class PushHistory:
             and (r["machine_platform_id"], r["option_collection"]) != config
             and r["lines"] & wanted
         }
-        before = {line: self._runs_before(config, line) for line in lines}
-        # The line whose test failed most on this configuration lately speaks for the case.
-        worst = max(lines, key=lambda line: sum(shown for shown, _ in before[line]))
-        runs = tuple(shown for shown, _ in reversed(before[worst]))
-        latest = {line: before[line][0] if before[line] else None for line in lines}
+        earlier = {line: self._earlier_runs(config, line, original["id"]) for line in lines}
+        # The line whose test failed most lately speaks for the case.
+        worst = max(lines, key=lambda line: sum(e.shown + e.other_shown for e in earlier[line]))
         bugs = _open_bugs(obs.get("bug_suggestions") or ())
-        streak = any(r is not None and r[0] for r in latest.values())
-        features = {
-            "open_bug": all(bugs.get(line) for line in lines),
-            "seen_before": bool(earlier_with_line) and not streak,
-            "other_configs": bool(other_configs),
-        }
+        features = {"open_bug": all(bugs.get(line) for line in lines)}
         facts = {
             "lines": len(lines),
             "earlier_pushes_with_line": len(earlier_with_line),
             "earlier_pushes_looked_at": len(self.earlier),
             "other_configs_with_line": len(other_configs),
-            "same_config_runs": [
+            "runs": [
                 {
                     "line": line,
-                    "runs": len(before[line]),
-                    "showed_line": sum(shown for shown, _ in before[line]),
-                    "latest": None
-                    if latest[line] is None
-                    else {"showed_line": latest[line][0], "pushes_ago": latest[line][1]},
+                    "same_config": sum(e.runs for e in earlier[line]),
+                    "same_config_showed_line": sum(e.shown for e in earlier[line]),
+                    "other_configs": sum(e.other_runs for e in earlier[line]),
+                    "other_configs_showed_line": sum(e.other_shown for e in earlier[line]),
                 }
                 for line in lines
             ],
             "open_bugs": sorted({b for ids in bugs.values() for b in ids}),
         }
-        return CaseHistory(features=features, priors=self.priors, facts=facts, runs=runs)
+        return CaseHistory(
+            features=features, priors=self.priors, facts=facts, earlier=tuple(earlier[worst])
+        )
 
-    def _runs_before(self, config: tuple[int, str], line: str) -> list[tuple[bool, int]]:
-        """Earlier runs of this configuration that ran the line's test, newest first.
-
-        Each is (showed the line, pushes ago); a failed run whose lines are not known yet
-        is left out.
-        """
+    def _earlier_runs(self, config: tuple[int, str], line: str, original: int) -> list[EarlierRuns]:
+        """The runs of the line's test on the earlier pushes, on this configuration and the
+        others, and on this push's other configurations; oldest first, one entry per push
+        with runs. A failed run whose lines are not known yet is left out."""
         sets = set(self._sets_running(failing_test(line)))
-        if not sets or not self.earlier:
+        if not sets:
             return []
-        by_push = self._finished_test_runs(config)
-        rows = [
-            (job_id, push_id, result)
-            for push_id in self.earlier
-            for job_id, result, set_id in by_push.get(push_id, ())
-            if set_id in sets
-        ]
+        by_push = self._finished_test_runs()
         out = []
-        for job_id, push_id, result in sorted(rows, key=lambda r: (self.rank[r[1]], -r[0])):
-            ago = self.rank[push_id] + 1
-            if result == "success":
-                out.append((False, ago))
-            elif job_id in self.lines_of:
-                out.append((line in self.lines_of[job_id], ago))
-        return out[:RUNS_LOOKED_AT]
+        for push_id in reversed([self.push_id, *self.earlier]):
+            ago = self.rank[push_id] + 1 if push_id in self.rank else 0
+            counts = [0, 0, 0, 0]  # runs, shown, other runs, other shown
+            for job_id, run_config, result, set_id in by_push.get(push_id, ()):
+                if set_id not in sets or job_id == original or (ago == 0 and run_config == config):
+                    continue
+                if result == "success":
+                    shown = False
+                elif job_id in self.lines_of:
+                    shown = line in self.lines_of[job_id]
+                else:
+                    continue
+                column = 0 if run_config == config else 2
+                counts[column] += 1
+                counts[column + 1] += shown
+            if any(counts):
+                out.append(EarlierRuns(ago, *counts))
+        return out
 
-    def _finished_test_runs(
-        self, config: tuple[int, str]
-    ) -> dict[int, list[tuple[int, str, int | None]]]:
-        """The earlier pushes' finished test runs on a configuration (from the pass cache)."""
-        known = self.cache.runs.setdefault(config, {})
-        query = sa.select(job.c.id, job.c.push_id, job.c.result, job.c.manifest_set_id).where(
-            job.c.machine_platform_id == config[0],
-            job.c.option_collection == config[1],
+    def _finished_test_runs(self) -> dict[int, list[tuple[int, tuple[int, str], str, int | None]]]:
+        """This push's and the earlier pushes' finished test runs (from the pass cache)."""
+        query = sa.select(
+            job.c.id,
+            job.c.push_id,
+            job.c.machine_platform_id,
+            job.c.option_collection,
+            job.c.result,
+            job.c.manifest_set_id,
+        ).where(
             job.c.job_kind == "test",
             job.c.state == "completed",
             job.c.result.in_(("success", "testfailed")),
         )
         self._read_per_push(
-            known, self.earlier, query, lambda r: (r.id, r.result, r.manifest_set_id)
+            self.cache.runs,
+            [self.push_id, *self.earlier],
+            query,
+            lambda r: (
+                r.id,
+                (r.machine_platform_id, r.option_collection),
+                r.result,
+                r.manifest_set_id,
+            ),
         )
-        return known
+        return self.cache.runs
 
     def _sets_running(self, test: str | None) -> list[int]:
         """Manifest sets that ran the test: those holding a manifest that lists it, or,
