@@ -125,6 +125,11 @@ def failing_test(line: str) -> str | None:
     return parts[1] if len(parts) >= 2 and parts[1] else None
 
 
+# A finished test run: job id, configuration (machine platform id, option collection),
+# failed (else it passed).
+FinishedRun = tuple[int, tuple[int, str], bool]
+
+
 @dataclass
 class PassCache:
     """What one triage pass reads for many pushes: the pushes with open cases share most
@@ -132,12 +137,10 @@ class PassCache:
     Valid for one pass only (observations are stored before cases advance)."""
 
     failed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by push id
-    # push id → finished test runs there: (job id, configuration, result, manifest set id),
-    # a configuration being (machine platform id, option collection)
-    runs: dict[int, list[tuple[int, tuple[int, str], str, int | None]]] = field(
-        default_factory=dict
-    )
+    # push id → manifest set id → finished test runs there
+    runs: dict[int, dict[int | None, list[FinishedRun]]] = field(default_factory=dict)
     priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
+    sets_of: dict[str, list[int]] = field(default_factory=dict)  # test → sets that ran it
 
 
 @dataclass
@@ -170,7 +173,6 @@ class PushHistory:
         self.rank = {pid: i for i, pid in enumerate(self.earlier)}  # 0 = latest earlier
         self.failed = self._failed_runs([self.push_id, *self.earlier])
         self.lines_of = {r["id"]: r["lines"] for r in self.failed}
-        self.sets_of: dict[str, list[int]] = {}
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
@@ -264,7 +266,7 @@ class PushHistory:
         """The runs of the line's test on the earlier pushes, on this configuration and the
         others, and on this push's other configurations; oldest first, one entry per push
         with runs. A failed run whose lines are not known yet is left out."""
-        sets = set(self._sets_running(failing_test(line)))
+        sets = self._sets_running(failing_test(line))
         if not sets:
             return []
         by_push = self._finished_test_runs()
@@ -272,48 +274,51 @@ class PushHistory:
         for push_id in reversed([self.push_id, *self.earlier]):
             ago = self.rank[push_id] + 1 if push_id in self.rank else 0
             counts = [0, 0, 0, 0]  # runs, shown, other runs, other shown
-            for job_id, run_config, result, set_id in by_push.get(push_id, ()):
-                if set_id not in sets or job_id == original or (ago == 0 and run_config == config):
-                    continue
-                if result == "success":
-                    shown = False
-                elif job_id in self.lines_of:
-                    shown = line in self.lines_of[job_id]
-                else:
-                    continue
-                column = 0 if run_config == config else 2
-                counts[column] += 1
-                counts[column + 1] += shown
+            by_set = by_push[push_id]
+            for set_id in sets:
+                for job_id, run_config, failed in by_set.get(set_id, ()):
+                    if job_id == original or (ago == 0 and run_config == config):
+                        continue
+                    if not failed:
+                        shown = False
+                    elif job_id in self.lines_of:
+                        shown = line in self.lines_of[job_id]
+                    else:
+                        continue
+                    column = 0 if run_config == config else 2
+                    counts[column] += 1
+                    counts[column + 1] += shown
             if any(counts):
                 out.append(EarlierRuns(ago, *counts))
         return out
 
-    def _finished_test_runs(self) -> dict[int, list[tuple[int, tuple[int, str], str, int | None]]]:
-        """This push's and the earlier pushes' finished test runs (from the pass cache)."""
-        query = sa.select(
-            job.c.id,
-            job.c.push_id,
-            job.c.machine_platform_id,
-            job.c.option_collection,
-            job.c.result,
-            job.c.manifest_set_id,
-        ).where(
-            job.c.job_kind == "test",
-            job.c.state == "completed",
-            job.c.result.in_(("success", "testfailed")),
-        )
-        self._read_per_push(
-            self.cache.runs,
-            [self.push_id, *self.earlier],
-            query,
-            lambda r: (
-                r.id,
-                (r.machine_platform_id, r.option_collection),
-                r.result,
-                r.manifest_set_id,
-            ),
-        )
-        return self.cache.runs
+    def _finished_test_runs(self) -> dict[int, dict[int | None, list[FinishedRun]]]:
+        """This push's and the earlier pushes' finished test runs by manifest set (from
+        the pass cache)."""
+        known = self.cache.runs
+        missing = [p for p in (self.push_id, *self.earlier) if p not in known]
+        if missing:
+            query = sa.select(
+                job.c.id,
+                job.c.push_id,
+                job.c.machine_platform_id,
+                job.c.option_collection,
+                job.c.result,
+                job.c.manifest_set_id,
+            ).where(
+                job.c.job_kind == "test",
+                job.c.state == "completed",
+                job.c.result.in_(("success", "testfailed")),
+            )
+            rows: dict[int, list[Any]] = {}
+            self._read_per_push(rows, missing, query, lambda r: r)
+            for push_id in missing:
+                by_set = known[push_id] = {}
+                for r in rows[push_id]:
+                    by_set.setdefault(r.manifest_set_id, []).append(
+                        (r.id, (r.machine_platform_id, r.option_collection), r.result != "success")
+                    )
+        return known
 
     def _sets_running(self, test: str | None) -> list[int]:
         """Manifest sets that ran the test: those holding a manifest that lists it, or,
@@ -321,9 +326,10 @@ class PushHistory:
         its directory."""
         if not test:
             return []
-        if test not in self.sets_of:
-            self.sets_of[test] = self._sets_listing(test) or self._sets_in_folder(test)
-        return self.sets_of[test]
+        known = self.cache.sets_of
+        if test not in known:
+            known[test] = self._sets_listing(test) or self._sets_in_folder(test)
+        return known[test]
 
     def _sets_listing(self, test: str) -> list[int]:
         # A directory often holds several manifests (browser.toml, mochitest.toml, …) run
