@@ -156,13 +156,13 @@ class Priors:
     def retrigger_log_lr(self, k: int, n: int, earlier: Sequence[EarlierRuns] = ()) -> float:
         """Log likelihood ratio R:I of the retriggers and the test's earlier runs.
 
-        `earlier` are the test's runs on earlier pushes (and on other configurations of
-        this push), on the case's configuration and on the others. Under I the test is
-        flaky: on every configuration at one rate f, or on this one only (the others fail
-        like any test, `_quiet`); half the weight each. Under R a regression landed on some push c
-        (half the weight on this push, the other half spread over the earlier pushes with
-        runs): runs before c fail like any test (`_quiet`), runs from c on at the regression's rate,
-        on every configuration or on this one only (half the weight each). So a test clean
+        `earlier` holds, one entry per push, the test's runs on earlier pushes and on the
+        other configurations of this push. Under I the test is flaky: on every
+        configuration at one rate f, or on this one only, the others failing like any test
+        (`_quiet`); half the weight each. Under R a regression landed on some push c (half
+        the weight on this push, the other half spread over the earlier pushes with runs):
+        runs before c fail like any test, runs from c on at the regression's rate, on
+        every configuration or on this one only (half the weight each). So a test clean
         until lately and failing since looks like a regression; failures scattered over
         clean runs, here or on other configurations, like a flake.
         """
@@ -177,13 +177,12 @@ class Priors:
         after_same, after_other = [k, n], [0, 0]
         wide: list[float] = []
         alone: list[float] = []
-        for index, entry in enumerate(pushes):
+        for entry in pushes:
             after_same[0] += entry.shown
             after_same[1] += entry.runs
             after_other[0] += entry.other_shown
             after_other[1] += entry.other_runs
-            last_of_push = index + 1 == len(pushes) or pushes[index + 1].ago != entry.ago
-            if entry.ago == 0 or not last_of_push or not (entry.runs or entry.other_runs):
+            if entry.ago == 0 or not (entry.runs or entry.other_runs):
                 continue
             wide.append(self._change_point(same, other, after_same, after_other))
             alone.append(self._change_point(same, other, after_same, None))
@@ -262,7 +261,8 @@ class CaseHistory:
 
 
 def fit_priors(past: Iterable[PastCase]) -> Priors:
-    """Fit the priors from earlier decided cases, soft-labelled by their P(regression)."""
+    """Fit the priors from earlier decided cases, labelled by their verdicts (by their
+    P(regression) where the verdict is not known)."""
     cases = [c for c in past if 0.0 <= c.p <= 1.0 and 0 <= c.k <= c.n]
     reg = sum(_verdict(c) for c in cases)
     base = (reg + _DEFAULT_BASE[0]) / (len(cases) + sum(_DEFAULT_BASE))
