@@ -329,9 +329,10 @@ class HistoryPolicy:
         "lower; retriggers go out in waves just large enough that the verdict could be due; "
         "an intermittent verdict needs min_clean_runs retriggers that did not reproduce "
         "unless every line has an open intermittent bug, and never comes once "
-        "min_reproductions retriggers reproduced; a regression verdict needs a retrigger that"
-        " reproduced; at runs_wanted runs a regression needs P >= at_cap (a false regression "
-        "costs four times a missed one). An original without failure lines is intermittent."
+        "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
+        "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
+        "P >= at_cap (a false regression costs four times a missed one). An original "
+        "without failure lines is intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
@@ -392,10 +393,12 @@ class HistoryPolicy:
         enough = k < evidence.min_reproductions and (
             known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
         )
-        # No regression verdict before a retrigger reproduced the failure on this push:
-        # history says where to look, only a reproduction confirms (and a regression
+        # No regression verdict before the cap until a retrigger reproduced the failure on
+        # this push: history says where to look, a reproduction confirms (and a regression
         # verdict sets a backfill going). A failure on two configurations at once, clean
         # before, looks like a regression to history alone, yet flaky tests do that too.
+        # At the cap the model weighs everything: a test failing on most pushes since one
+        # stays a regression even when five retriggers were lucky.
         confirmed = k >= 1
         if (p >= self.upper and confirmed) or (p <= self.lower and enough):
             verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
@@ -427,13 +430,12 @@ class HistoryPolicy:
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
-            regression = p >= self.at_cap and confirmed
+            regression = p >= self.at_cap
             verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
                 f"{why}; all {evidence.runs_wanted} runs used, "
-                f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
-                + ("" if confirmed else ", and no retrigger reproduced"),
+                f"{'>=' if regression else '<'} {self.at_cap} at the cap",
                 facts,
                 history,
                 k,
