@@ -402,10 +402,10 @@ def play_isolated(
 ) -> dict[str, Any]:
     """`play`'s culprit figures from the isolated harness (policy: always the seed rule)."""
     from sheriff.backfill import BackfillSettings
-    from sheriff.config import Settings
+    from sheriff.config import settings as configured
 
     settings = BackfillSettings(strategy=backfill, same_manifests=same_manifests)
-    prefixes = tuple(queue_prefixes or Settings.model_fields["queue_prefixes"].default)
+    prefixes = tuple(queue_prefixes or configured().queue_prefixes)
     return _Isolated(scenario_path, settings, details=details, queue_prefixes=prefixes).play()
 
 

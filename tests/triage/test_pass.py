@@ -26,6 +26,7 @@ def _metrics(engine, sim, triage):
         sim.world.action_counts(),
         policy=triage.policy.name,
         virtual_hours=0,
+        queue_prefixes=triage.settings.queue_prefixes,
     )
 
 

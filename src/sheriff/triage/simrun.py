@@ -32,6 +32,7 @@ from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
 from sheriff.errors import InputError, ServiceError
 from sheriff.store.db import open_database
+from sheriff.store.loader import matching
 from sheriff.store.schema import job, job_type, push, task_queue, triage_case
 from sheriff.triage.engine import PassSummary, Triage
 
@@ -143,6 +144,7 @@ def play(
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
         engine = require_empty_store(url)
+        chosen = {"policy": policy, "queue_prefixes": queue_prefixes}  # None: the setting
         with SimProcess(Path(scenario_path)) as sim:
             settings = load_settings(
                 database_url=url,
@@ -152,8 +154,7 @@ def play(
                 taskcluster_access_token=SIM_ACCESS_TOKEN,
                 repositories=[scenario.repository],
                 backfill_same_manifests=same_manifests,
-                **({} if policy is None else {"policy": policy}),
-                **({} if queue_prefixes is None else {"queue_prefixes": queue_prefixes}),
+                **{name: value for name, value in chosen.items() if value is not None},
             )
             clients = taskcluster_clients(
                 sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
@@ -238,14 +239,10 @@ def measure(
         ).all()
         requests = request_log.requests(conn)
     with engine.connect() as conn:
-        in_scope = (
-            None
-            if queue_prefixes is None
-            else regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes))
-        )
-        culprits = culprit_metrics(
-            conn, truth.get("regressions", []), None if in_scope is None else len(in_scope)
-        )
+        in_scope = None
+        if queue_prefixes is not None:
+            in_scope = len(regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes)))
+        culprits = culprit_metrics(conn, truth.get("regressions", []), in_scope)
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
@@ -333,14 +330,13 @@ def regressions_in_scope(
         for task_id, case in cases.items()
         if case["truth"] == "regression"
     }
-    rows = conn.execute(
-        sa.select(job.c.task_id, task_queue.c.name)
-        .join(task_queue, task_queue.c.id == job.c.task_queue_id)
-        .where(job.c.task_id.in_(list(regressed)))
-    ).all()
+    query = sa.select(job.c.task_id, task_queue.c.name).join(
+        task_queue, task_queue.c.id == job.c.task_queue_id
+    )
     return {
         index
-        for task_id, queue in rows
+        for condition in matching(conn, job.c.task_id, list(regressed))
+        for task_id, queue in conn.execute(query.where(condition))
         if queue.startswith(queue_prefixes)
         for index in regressed[task_id]
     }

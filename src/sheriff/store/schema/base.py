@@ -1,10 +1,10 @@
 """The shared MetaData and column types that behave the same on SQLite and PostgreSQL."""
 
-import base64
 import re
 import uuid
 from typing import Any
 
+import slugid
 from sqlalchemy import BigInteger, Dialect, Integer, MetaData, String
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -39,21 +39,23 @@ def is_slugid(text: str) -> bool:
     return isinstance(text, str) and _SLUGID.fullmatch(text) is not None
 
 
-def slugid_bytes(slug: str) -> bytes:
-    """The 16 bytes a Taskcluster slugid encodes; a string that is not one is refused."""
+def slugid_to_uuid(slug: str) -> uuid.UUID:
+    """The uuid a Taskcluster slugid encodes; a string that is not one is refused (the
+    slugid library would decode any 22 characters)."""
     if not is_slugid(slug):
         raise InputError(
             f"{slug!r} is not a Taskcluster task id (a slugid: 22 URL-safe base64 characters)"
         )
-    return base64.urlsafe_b64decode(slug + "==")
+    return slugid.decode(slug)
 
 
-def slugid_to_uuid(slug: str) -> uuid.UUID:
-    return uuid.UUID(bytes=slugid_bytes(slug))
+def slugid_bytes(slug: str) -> bytes:
+    """The 16 bytes a Taskcluster slugid encodes; a string that is not one is refused."""
+    return slugid_to_uuid(slug).bytes
 
 
 def uuid_to_slugid(value: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(value.bytes)[:22].decode()
+    return slugid.encode(value)
 
 
 class SlugId(TypeDecorator[str]):
