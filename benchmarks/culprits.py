@@ -1,6 +1,6 @@
 """Culprit search compared: linear, linear by label (no same manifests), and bisect.
 
-Plays a scenario (default ../shared/scenarios/autoland-day.yaml, dynamic chunking) end to
+Plays a scenario (default: the bundled autoland-day, dynamic chunking) end to
 end through `sheriff.triage.simrun.play` once per backfill configuration and prints, side
 by side, the regressions, the culprits named and how many were right, and the backfilled
 runs spent. Target: bisect names >= 90 % of culprits correctly with fewer runs than
@@ -26,7 +26,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-SCENARIO = Path(__file__).resolve().parents[2] / "shared" / "scenarios" / "autoland-day.yaml"
+SCENARIO = Path("autoland-day")  # a file, or a bundled scenario by name
 
 CONFIGURATIONS = (
     ("linear", "linear", True),

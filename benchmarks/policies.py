@@ -1,4 +1,4 @@
-"""Triage policies side by side on every shared scenario: precision, recall, cost, calibration.
+"""Triage policies side by side on every bundled scenario: precision, recall, cost, calibration.
 
 Usage: .venv/bin/python benchmarks/policies.py [--scenarios small,autoland-day]
 [--policies seed,history] [--json OUT]. Each play runs the scenario end to end against the
@@ -14,9 +14,10 @@ import json
 import sys
 from pathlib import Path
 
+from sheriff.sim.scenario import BUNDLED
 from sheriff.triage.simrun import play
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
+SCENARIOS = BUNDLED
 POLICIES = ("seed", "seed-early", "seed-staged", "history")
 HEADER = (
     f"{'scenario':<14} {'policy':<12} {'elig':>5} {'prec':>6} {'recall':>6} {'retr/case':>9} "

@@ -18,7 +18,7 @@ from sheriff.sim.scenario import Scenario, load_scenario
 from sheriff.sim.server import SimServer
 from sheriff.sim.world import World
 
-SCENARIO = Path(__file__).resolve().parents[2] / "shared" / "scenarios" / "autoland-day.yaml"
+SCENARIO = Path("autoland-day")  # a file, or a bundled scenario by name
 TOKEN = re.compile(rb'"continuationToken":"([^"]+)"')
 
 

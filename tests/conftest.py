@@ -17,13 +17,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from sheriff.sim.scenario import BUNDLED
 from sheriff.store import db
 from sheriff.store.schema import metadata
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-REFERENCE = SHARED / "reference-data"
-SCENARIOS = SHARED / "scenarios"
+# Real Firefox CI files (Treeherder's test data, MPL-2.0): tests/data/README.md.
+REFERENCE = ROOT / "tests" / "data"
+SCENARIOS = BUNDLED
 
 POSTGRES_URL = os.environ.get(
     "SHERIFF_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -33,14 +34,13 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 @pytest.fixture(scope="session")
 def reference() -> Path:
-    """../shared/reference-data, read in place (never copied into the project)."""
-    if not REFERENCE.is_dir():
-        pytest.fail(f"reference data not found at {REFERENCE}: ../shared must sit beside the repo")
+    """The real reference files the repository carries (tests/data)."""
     return REFERENCE
 
 
 @pytest.fixture(scope="session")
 def scenarios_dir() -> Path:
+    """The scenarios shipped inside the package (small, autoland-day)."""
     return SCENARIOS
 
 

@@ -10,10 +10,7 @@ from typing import Any
 
 import slugid
 
-REAL_TASKS = (
-    Path(__file__).resolve().parents[2]
-    / "shared/reference-data/treeherder/pulse/taskcluster_tasks.json"
-)
+REAL_TASKS = Path(__file__).resolve().parent / "data/treeherder/pulse/taskcluster_tasks.json"
 
 
 @cache

@@ -116,7 +116,7 @@ class Sim:
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[Sim]:
-    with sim_server.SimServer(ROOT.parent / "shared" / "scenarios" / "small.yaml", port=0) as s:
+    with sim_server.SimServer("small", port=0) as s:
         s.advance(240)  # pushes and their first runs, failures included
         # A known client whose scopes do not include triggering hooks.
         s.auth.add_client("no-hooks", "no-hooks-token", ["queue:get-artifact:*"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sheriff.errors import SheriffError
-from sheriff.sim.scenario import ScenarioError, load_scenario, parse_scenario
+from sheriff.sim.scenario import BUNDLED, ScenarioError, load_scenario, parse_scenario
 from sheriff.sim.world import World
 from tests.sim.conftest import tiny_data
 
@@ -114,3 +114,14 @@ def test_the_bundled_demo_scenario_loads() -> None:
     bundled = resources.files("sheriff.sim") / "scenarios" / "small.yaml"
     scenario = load_scenario(str(bundled))
     assert scenario.pushes >= 10 and scenario.regressions
+
+
+def test_bundled_scenarios_are_addressable_by_name(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing of that name here: the bundled file is meant
+    assert load_scenario("autoland-day").name == load_scenario("autoland-day.yaml").name
+    assert load_scenario("small").pushes == load_scenario(BUNDLED / "small.yaml").pushes
+    (tmp_path / "small").write_text("name: mine\n")  # an existing path wins over a name
+    with pytest.raises(SheriffError, match="small: seed: Field required"):
+        load_scenario("small")
+    with pytest.raises(SheriffError, match=r"cannot read scenario.*autoland-day, small"):
+        load_scenario("nope")

@@ -171,9 +171,29 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     return scenario
 
 
+BUNDLED = Path(__file__).resolve().parent / "scenarios"
+
+
+def bundled_scenarios() -> dict[str, Path]:
+    """The scenarios shipped inside the package, by name (`small`, `autoland-day`)."""
+    return {p.stem: p for p in sorted(BUNDLED.glob("*.yaml"))}
+
+
+def resolve_scenario(name_or_path: str | Path) -> Path:
+    """A scenario file: an existing path, else the bundled scenario of that name."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    bundled = bundled_scenarios()
+    if path.stem in bundled and path.name in (path.stem, f"{path.stem}.yaml"):
+        return bundled[path.stem]
+    names = ", ".join(bundled)
+    raise ScenarioError(f"{path}: cannot read scenario: no such file (bundled: {names})")
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario from a YAML or JSON file."""
-    path = Path(path)
+    """Read a scenario from a YAML or JSON file, or a bundled scenario by name."""
+    path = resolve_scenario(path)
     try:
         text = path.read_text()
     except OSError as exc:

@@ -51,8 +51,7 @@ def render_report(metrics: dict[str, Any], database: Path) -> str:
         f"  SHERIFF_DATABASE_URL=sqlite:///{database} .venv/bin/sheriff serve   "
         "# browse these verdicts at http://127.0.0.1:8000/",
         f"  .venv/bin/sheriff demo --policy {other}   # {COMPARE[other]}, for comparison",
-        "  .venv/bin/sheriff sim run --scenario ../shared/scenarios/autoland-day.yaml  "
-        "# a busier day, as JSON metrics",
+        "  .venv/bin/sheriff sim run --scenario autoland-day  # a busier day, as JSON metrics",
         "  .venv/bin/sheriff triage --repo autoland --since 6h   "
         "# a dry run against Firefox CI itself",
         "",

@@ -4,7 +4,7 @@ The simulator runs in-process on a loopback port; sheriff reaches it only over H
 the simulator's default Taskcluster client, exactly as it would reach Firefox CI. A triage
 pass runs every `pass_minutes` virtual minutes until every case has a final verdict or
 the scenario's time plus 12 virtual hours has passed. The metrics object is the one of
-../shared/scenarios/README.md.
+docs/simulator.md.
 """
 
 from __future__ import annotations
