@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -111,6 +111,24 @@ class Settings(BaseSettings):
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
 
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        from sheriff.model.policy import UnknownPolicyError, get_policy
+
+        try:
+            get_policy(name)
+        except UnknownPolicyError as exc:
+            raise ValueError(str(exc)) from None
+        return name
+
+    @field_validator("backfill_strategy")
+    @classmethod
+    def _known_backfill_strategy(cls, name: str) -> str:
+        from sheriff.backfill.settings import known_strategy
+
+        return known_strategy(name)
+
     @property
     def has_taskcluster_credentials(self) -> bool:
         return bool(self.taskcluster_client_id and self.taskcluster_access_token)
@@ -134,7 +152,8 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise ConfigError(f"invalid setting {where}: {first['msg']}") from exc
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"invalid setting {where}: {message}") from exc
 
 
 @lru_cache(maxsize=1)

@@ -26,7 +26,7 @@ from sheriff.ci.taskcluster import (
 )
 
 DECISION = "f7Jj_h6MTEKr5Ln_7aFqbw"
-ORIGINAL = "ORIGINAL_TASK_00000000"
+ORIGINAL = "N7pD0sjoSNyhIAKR1ZMpZg"  # a slugid: the CLI refuses anything else
 REPO = "autoland"
 REVISION = "c7766d0b4a121985a8b07e6721d66ccab57bbf76"
 HOOK = "project-gecko/in-tree-action-3-generic/9353e8f146"

@@ -268,7 +268,8 @@ def test_cli_backfill_same_manifests_dry_run(sim: Sim, tmp_path: Path) -> None:
     [
         (["retrigger", "{task}", "--times", "101"], {}, "101 is greater than the maximum of 100"),
         (["retrigger", "{task}", "--live"], {}, "--live needs Taskcluster credentials"),
-        (["actions", "NoSuchTaskAAAAAAAAAAAAA"], {}, "task NoSuchTaskAAAAAAAAAAAAA does not exist"),
+        (["actions", "Quz_6cklT520K0_YuFUv2g"], {}, "task Quz_6cklT520K0_YuFUv2g does not exist"),
+        (["actions", "notaslugid"], {}, "'notaslugid' is not a Taskcluster task id"),
         (
             ["retrigger", "{task}", "--live"],
             {"TASKCLUSTER_CLIENT_ID": "nobody", "TASKCLUSTER_ACCESS_TOKEN": "wrong"},

@@ -10,10 +10,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
-from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
+from sheriff.backfill import (
+    BackfillSettings,
+    advance_backfills,
+    open_report_for_case,
+    request_backfill,
+)
 from sheriff.store.db import open_database
-from tests.backfill.conftest import START, FakeCI, revision
+from sheriff.store.schema import backfill_report, job, triage_case
+from tests.backfill.conftest import START, A, B, FakeCI, revision
 
 SHERIFF = [sys.executable, "-m", "sheriff"]
 
@@ -108,3 +115,55 @@ def test_culprit_metrics_against_the_truth(finished: Path) -> None:
     engine.dispose()
     assert figures["regressions"] == 2 and figures["found"] == 1 and figures["correct"] == 1
     assert figures["backfill_runs"] > 0
+
+
+def test_json_times_carry_their_zone_and_a_piped_table_does_not_fold(finished: Path) -> None:
+    [report] = json.loads(_run(["backfill", "status", "--json"], finished).stdout)
+    for moment in (report["opened_at"], report["closed_at"]):
+        assert moment.endswith("+00:00"), moment
+    assert all(p["push_timestamp"].endswith("+00:00") for p in report["records"][0]["context"])
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["SHERIFF_DATABASE_URL"] = f"sqlite:///{finished / 'sheriff.db'}"
+    piped = subprocess.run(
+        [*SHERIFF, "backfill", "status"], cwd=finished, env=env, capture_output=True, text=True
+    )
+    assert report["label"] in piped.stdout  # whole, on one line, though stdout is a pipe
+
+
+def _ingested_task(tmp_path: Path, index: int) -> tuple[FakeCI, str]:
+    engine = open_database(f"sqlite:///{tmp_path / 'sheriff.db'}")
+    ci = FakeCI(engine)
+    ci.history()
+    case = ci.regression_case(index)
+    with engine.connect() as conn:
+        task_id = conn.execute(
+            sa.select(job.c.task_id)
+            .join(triage_case, triage_case.c.job_id == job.c.id)
+            .where(triage_case.c.id == case)
+        ).scalar_one()
+    return ci, task_id
+
+
+def test_a_backfill_by_hand_takes_the_documented_defaults(tmp_path: Path) -> None:
+    ci, task_id = _ingested_task(tmp_path, 20)
+    result = _run(["backfill", task_id], tmp_path)
+    assert result.returncode == 0, result.stderr
+    with ci.engine.connect() as conn:
+        report = conn.execute(sa.select(backfill_report)).one()
+    assert (report.strategy, report.same_manifests) == ("bisect", True)
+    by_label = _run(["backfill", task_id, "--by-label", "--strategy", "linear"], tmp_path)
+    assert by_label.returncode == 0, by_label.stderr
+
+
+def test_one_open_search_per_label_and_push(tmp_path: Path) -> None:
+    ci, task_id = _ingested_task(tmp_path, 20)
+    with ci.engine.begin() as conn:
+        case = conn.execute(sa.select(sa.func.max(triage_case.c.id))).scalar_one()
+        from_triage = open_report_for_case(conn, case, START, BackfillSettings())
+    # Another run of the same label on the same push, asked for by hand: the same search.
+    retrigger = ci.add_run(20, [A, B], action="retrigger", failed=True)
+    with ci.engine.begin() as conn:
+        other_task = conn.execute(sa.select(job.c.task_id).where(job.c.id == retrigger)).scalar()
+        assert request_backfill(conn, other_task, START) == from_triage
+        assert request_backfill(conn, task_id, START) == from_triage
+        assert conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar() == 1

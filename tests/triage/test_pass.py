@@ -121,13 +121,13 @@ def test_a_pass_killed_after_planning_resumes_without_asking_twice(engine, sim, 
     real_send = engine_module.Triage._send
     crashed = []
 
-    def send_then_crash(self, summary):
+    def send_then_crash(self, summary, now):
         with self.engine.connect() as conn:
             waiting = request_log.requests(conn, states=["requested"])
         if waiting and not crashed:
             crashed.append(len(waiting))
             raise Interrupted  # the process dies between committing the plan and sending it
-        return real_send(self, summary)
+        return real_send(self, summary, now)
 
     monkeypatch.setattr(engine_module.Triage, "_send", send_then_crash)
     with pytest.raises(Interrupted):
@@ -222,3 +222,27 @@ def test_a_regression_is_in_scope_only_where_its_runs_are_triaged(engine, sim) -
         assert regressions_in_scope(conn, cases, ("gecko-t/t-linux-",)) == {0}
         assert regressions_in_scope(conn, cases, ("gecko-t/win",)) == {0}
         assert regressions_in_scope(conn, cases, ("releng-hardware/",)) == set()
+
+
+def test_pushes_keep_author_message_pushlog_id_and_where_they_came_from(engine, sim):
+    from sheriff.store import api_queries
+    from sheriff.store.schema import push, repository
+
+    triage = make_triage(engine, sim, live=False)
+    sim.advance(minutes=60)
+    one_pass(triage, sim)
+    listed = {p["revision"]: p for p in triage.treeherder.pushes("autoland", since=0, until=2**31)}
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(push)).all()
+        with_jobs = set(conn.execute(sa.select(job.c.push_id).distinct()).scalars())
+        sources = conn.execute(sa.select(repository)).one()
+        shown = api_queries.list_pushes(conn, sources.id)
+    assert stored and len(stored) == len(listed)
+    for row in stored:
+        served = listed[row.revision]
+        assert row.author == served["author"]
+        assert row.message == served["revisions"][0]["comments"]
+        # From the tasks' tc-treeherder routes, once the push's task group was listed.
+        assert (row.pushlog_id is not None) == (row.id in with_jobs)
+    assert {p["revision"]: p["message"] for p in shown} == {r.revision: r.message for r in stored}
+    assert (sources.taskcluster_root_url, sources.treeherder_url) == (sim.root_url, sim.root_url)

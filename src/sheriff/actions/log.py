@@ -67,8 +67,10 @@ class RequestRow:
         return cls(**{name: row[name] for name in fields})
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+def _now(now: datetime | None = None) -> datetime:
+    # The caller's clock (a triage pass's `now`: CI's time, or the simulator's) when it
+    # has one; the wall clock only for a request made by hand.
+    return now or datetime.now(UTC)
 
 
 def _owner() -> str:
@@ -127,6 +129,7 @@ def enqueue(
     input: Any,
     labels: Sequence[str] = (),
     decision_task_id: str | None = None,
+    now: datetime | None = None,
 ) -> RequestRow:
     """Record a request to send, once per key; runs inside the caller's transaction.
 
@@ -140,7 +143,7 @@ def enqueue(
         raise InputError(f"{strategy_name} acts on a task: give its task id")
     if not chosen.sends:
         raise InputError("dry-run is a way of dispatching, not a request: enqueue the real one")
-    now = _now()
+    now = _now(now)
     values = {
         "idempotency_key": key,
         "strategy": strategy_name,
@@ -172,7 +175,7 @@ def enqueue(
             f"({row.strategy} on {row.task_id or row.revision[:12]}, state {row.state})"
         )
     if row.state == DRY_RUN:
-        _update(conn, row.id, {"state": REQUESTED, "reason": None}, expect_state=DRY_RUN)
+        _update(conn, row.id, {"state": REQUESTED, "reason": None}, expect_state=DRY_RUN, now=now)
         row = get(conn, key)
         assert row is not None
     return row
@@ -185,12 +188,13 @@ def _update(
     *,
     expect_state: str,
     also: Iterable[Any] = (),
+    now: datetime | None = None,
 ) -> bool:
     """Change a row only if it is still in `expect_state`; True when it was."""
     query = (
         sa.update(action_request)
         .where(action_request.c.id == request_id, action_request.c.state == expect_state, *also)
-        .values(updated_at=_now(), **values)
+        .values(updated_at=_now(now), **values)
     )
     return conn.execute(query).rowcount == 1
 
@@ -216,12 +220,13 @@ def runs_requested(
     return dict(counts)
 
 
-def requeue(conn: Connection, key: str) -> RequestRow:
+def requeue(conn: Connection, key: str, *, now: datetime | None = None) -> RequestRow:
     """Put a failed request back in the queue (a person decided to try again)."""
     row = get(conn, key)
     if row is None:
         raise InputError(f"no request with key {key!r}")
-    if not _update(conn, row.id, {"state": REQUESTED, "reason": None}, expect_state=FAILED):
+    values = {"state": REQUESTED, "reason": None}
+    if not _update(conn, row.id, values, expect_state=FAILED, now=now):
         raise InputError(f"request {key!r} is {row.state}, not failed")
     return get(conn, key)  # type: ignore[return-value]
 
@@ -262,13 +267,12 @@ def reconcile(
     *,
     lease: timedelta = DEFAULT_LEASE,
     keys: Collection[str] | None = None,
+    now: datetime | None = None,
 ) -> list[RequestRow]:
     """Settle `sending` rows older than `lease` against their push's task group."""
-    cutoff = _now() - lease
+    cutoff = _now(now) - lease
     with engine.connect() as conn:
-        stale = [
-            r for r in requests(conn, states=[SENDING], keys=keys) if _aware(r.updated_at) <= cutoff
-        ]
+        stale = [r for r in requests(conn, states=[SENDING], keys=keys) if r.updated_at <= cutoff]
     settled = []
     by_decision: dict[str, list[RequestRow]] = {}
     for row in stale:
@@ -301,6 +305,7 @@ def reconcile(
                         {"state": SENT, "action_task_id": match, "reason": "reconciled"},
                         expect_state=SENDING,
                         also=guard,
+                        now=now,
                     )
                     if changed:
                         owned.add(match)
@@ -311,14 +316,10 @@ def reconcile(
                         {"state": REQUESTED, "reason": "reconciled: no action task found"},
                         expect_state=SENDING,
                         also=guard,
+                        now=now,
                     )
                 settled.append(get(conn, row.idempotency_key))
     return [r for r in settled if r is not None]
-
-
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every stored time is UTC.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def dispatch(
@@ -329,15 +330,16 @@ def dispatch(
     keys: Collection[str] | None = None,
     lease: timedelta = DEFAULT_LEASE,
     on_result: Callable[[RequestRow], None] | None = None,
+    now: datetime | None = None,
 ) -> list[RequestRow]:
     """Send (or, dry, record) every `requested` request, after reconciling stale ones.
 
     Returns the rows it settled, in their new state. Requests whose protocol check fails
     become `failed` with the reason; a Taskcluster outage while preparing leaves them
-    `requested` for the next pass.
+    `requested` for the next pass. `now` is the caller's clock (default: the wall clock).
     """
     if not dry_run:
-        reconcile(engine, protocol, lease=lease, keys=keys)
+        reconcile(engine, protocol, lease=lease, keys=keys, now=now)
     owner = _owner()
     results = []
     # One connection for the pass, one short transaction per step: nothing is held open
@@ -346,7 +348,7 @@ def dispatch(
         with conn.begin():
             pending = requests(conn, states=[REQUESTED], keys=keys)
         for row in pending:
-            settled = _dispatch_one(conn, protocol, row, dry_run=dry_run, owner=owner)
+            settled = _dispatch_one(conn, protocol, row, dry_run=dry_run, owner=owner, now=now)
             if settled is not None:
                 results.append(settled)
                 if on_result:
@@ -355,12 +357,23 @@ def dispatch(
 
 
 def _dispatch_one(
-    conn: Connection, protocol: ActionsProtocol, row: RequestRow, *, dry_run: bool, owner: str
+    conn: Connection,
+    protocol: ActionsProtocol,
+    row: RequestRow,
+    *,
+    dry_run: bool,
+    owner: str,
+    now: datetime | None,
 ) -> RequestRow | None:
+    def finish(expect_state: str, values: dict[str, Any]) -> RequestRow | None:
+        with conn.begin():
+            _update(conn, row.id, values, expect_state=expect_state, now=now)
+            return get(conn, row.idempotency_key)
+
     try:
         chosen = strategy(row.strategy)
     except InputError as exc:  # a strategy this version of sheriff no longer has
-        return _finish(conn, row, REQUESTED, {"state": FAILED, "reason": str(exc)})
+        return finish(REQUESTED, {"state": FAILED, "reason": str(exc)})
     sender = DryRun() if dry_run else chosen
     try:
         decision_task_id = row.decision_task_id or protocol.decision_task(
@@ -370,10 +383,10 @@ def _dispatch_one(
             chosen.action, decision_task_id=decision_task_id, task_id=row.task_id, input=row.input
         )
     except ActionError as exc:
-        return _finish(conn, row, REQUESTED, {"state": FAILED, "reason": str(exc)})
+        return finish(REQUESTED, {"state": FAILED, "reason": str(exc)})
     except TaskclusterError as exc:
         # An outage, not a verdict on the request: keep it for the next pass.
-        return _finish(conn, row, REQUESTED, {"reason": f"not sent yet: {exc}"})
+        return finish(REQUESTED, {"reason": f"not sent yet: {exc}"})
     recorded = {
         "decision_task_id": decision_task_id,
         "hook": prepared.hook,
@@ -381,7 +394,7 @@ def _dispatch_one(
         "reason": None,
     }
     if not sender.sends:
-        return _finish(conn, row, REQUESTED, {**recorded, "state": DRY_RUN})
+        return finish(REQUESTED, {**recorded, "state": DRY_RUN})
     with conn.begin():
         claimed = _update(
             conn,
@@ -393,6 +406,7 @@ def _dispatch_one(
                 "attempts": action_request.c.attempts + 1,
             },
             expect_state=REQUESTED,
+            now=now,
         )
     if not claimed:
         return None  # another process has it, or settled it meanwhile
@@ -404,13 +418,5 @@ def _dispatch_one(
     try:
         action_task_id = sender.send(protocol, prepared, known_action_tasks=owned)
     except ActionError as exc:
-        return _finish(conn, row, SENDING, {"state": FAILED, "reason": str(exc)})
-    return _finish(conn, row, SENDING, {"state": SENT, "action_task_id": action_task_id})
-
-
-def _finish(
-    conn: Connection, row: RequestRow, expect_state: str, values: dict[str, Any]
-) -> RequestRow | None:
-    with conn.begin():
-        _update(conn, row.id, values, expect_state=expect_state)
-        return get(conn, row.idempotency_key)
+        return finish(SENDING, {"state": FAILED, "reason": str(exc)})
+    return finish(SENDING, {"state": SENT, "action_task_id": action_task_id})

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -55,6 +55,7 @@ class Enqueue(Protocol):
         input: Any,
         labels: Sequence[str] = (),
         decision_task_id: str | None = None,
+        now: datetime | None = None,
     ) -> Any: ...
 
 
@@ -82,13 +83,6 @@ class BackfillSummary:
             "conflicts": self.conflicts,
             "errors": self.errors,
         }
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; every stored time is UTC.
-    if moment is None:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _default_enqueue() -> Enqueue:
@@ -190,7 +184,7 @@ def advance_record(
 
 def _later(now: datetime, previous: datetime) -> datetime:
     # The optimistic check needs every write to change `updated_at`, even at one `now`.
-    previous = _aware(previous) or now
+    previous = previous or now
     return now if now > previous else previous + timedelta(microseconds=1)
 
 
@@ -233,12 +227,12 @@ class _Step:
 
     def run(self) -> None:
         record = self.record
-        if self.now - _aware(record.created_at) > self.settings.timeout:  # type: ignore[operator]
+        if self.now - record.created_at > self.settings.timeout:
             self._fail(f"timed out after {self.settings.timeout_hours:g} h")
             return
         status = record.status
         if status == PRELIMINARY:
-            if self.now < _aware(record.mature_at):  # type: ignore[operator]
+            if self.now < record.mature_at:
                 return
             status = self.values["status"] = READY
         if status == READY:
@@ -315,7 +309,7 @@ class _Step:
             if not asks or result is Outcome.FAILING:
                 continue
             expected = sum(a["times"] for a in asks)
-            last_at = _aware(datetime.fromisoformat(asks[-1]["at"]))
+            last_at = datetime.fromisoformat(asks[-1]["at"])  # written aware, by `_request`
             coming = evidence.backfilled(push_id) < expected and (
                 self.now - last_at < self.settings.runs_appear  # type: ignore[operator]
             )
@@ -387,6 +381,7 @@ class _Step:
                     ),
                     labels=[label],
                     decision_task_id=original.decision_task_id,
+                    now=self.now,
                 )
             else:
                 target = self._push(targets[0])
@@ -407,6 +402,7 @@ class _Step:
                     ),
                     labels=[label],
                     decision_task_id=target.decision_task_id,
+                    now=self.now,
                 )
             self.enqueued += 1
             for push_id in targets:

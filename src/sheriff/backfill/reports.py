@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -260,9 +260,10 @@ def open_report_for_case(
     regression = regression_of(conn, case.job_id)
     if not regression.lines:
         return None  # no failure line to look for: a backfill could not tell pushes apart
-    repository_id, push_time = conn.execute(
-        sa.select(job.c.repository_id, push.c.push_time)
+    repository_id, push_id, push_time, label = conn.execute(
+        sa.select(job.c.repository_id, job.c.push_id, push.c.push_time, job_type.c.name)
         .join(push, push.c.id == job.c.push_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
         .where(job.c.id == case.job_id)
     ).one()
     recent = conn.execute(
@@ -280,8 +281,10 @@ def open_report_for_case(
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
         # searched (an older regression, or an intermittent), and searching again from a
-        # later push would spend the same runs to learn the same.
-        if set(report.tests) & set(regression.tests):
+        # later push would spend the same runs to learn the same. An open search of the
+        # same label on the same push already runs what this case's search would.
+        same_search = report.status == OPEN and (report.push_id, report.label) == (push_id, label)
+        if same_search or set(report.tests) & set(regression.tests):
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
             return report.id
     try:
@@ -320,7 +323,7 @@ def _join(
         .where(backfill_record.c.report_id == report.id)
         .order_by(backfill_record.c.id)
     ).first()
-    older = _aware(push_time) < _aware(report.push_time)
+    older = push_time < report.push_time
     retarget = older and report.status == OPEN and record is not None
     retarget = retarget and record.status == PRELIMINARY
     new: dict[str, Any] | None = None
@@ -349,11 +352,6 @@ def _join(
         conn.execute(sa.insert(backfill_record).values(**new))
 
 
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every stored time is UTC.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def request_backfill(
     conn: sa.Connection,
     task_id: str,
@@ -368,17 +366,25 @@ def request_backfill(
     settings = settings or BackfillSettings()
     if strategy not in ("linear", "bisect"):
         raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
-    job_id = conn.execute(
-        sa.select(job.c.id).where(job.c.task_id == task_id).order_by(job.c.run_id.desc())
-    ).scalar()
-    if job_id is None:
+    found = conn.execute(
+        sa.select(job.c.id, job.c.push_id, job_type.c.name.label("label"))
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(job.c.task_id == task_id)
+        .order_by(job.c.run_id.desc())
+    ).first()
+    if found is None:
         raise InputError(f"task {task_id} is not in the database: ingest its push first")
+    job_id = found.id
+    # An open search of this label on this push (a triage regression's, or an earlier
+    # request for this or another run of the label) is the one to follow, not a second.
     existing = conn.execute(
-        sa.select(backfill_report.c.id).where(
-            backfill_report.c.job_id == job_id,
-            backfill_report.c.source == "manual",
+        sa.select(backfill_report.c.id)
+        .where(
+            backfill_report.c.push_id == found.push_id,
+            backfill_report.c.label == found.label,
             backfill_report.c.status == OPEN,
         )
+        .order_by(backfill_report.c.id)
     ).scalar()
     if existing is not None:
         return existing

@@ -5,11 +5,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sheriff.errors import ConfigError
 
 STRATEGIES = ("linear", "bisect")
+
+
+def known_strategy(name: str) -> str:
+    """`name` if it is a backfill strategy; a ValueError naming the known ones if not."""
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown backfill strategy {name!r} (known: {', '.join(STRATEGIES)})")
+    return name
 
 
 class BackfillSettings(BaseModel):
@@ -18,7 +25,7 @@ class BackfillSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = True  # a regression verdict opens a report
-    strategy: str = Field("bisect", pattern="^(linear|bisect)$")
+    strategy: str = "bisect"  # one of STRATEGIES
     same_manifests: bool = True  # backfilled runs run the original's manifest set
     depth: int = Field(19, ge=1, le=25)  # pushes before the regression's push to look at
     # Bisect looks further back when even the oldest push of its window fails.
@@ -32,6 +39,8 @@ class BackfillSettings(BaseModel):
     # Requested runs that have not appeared by then count as never coming.
     runs_appear_minutes: float = Field(120.0, gt=0.0)
     merge_hours: float = Field(24.0, ge=0.0)  # a regression of the same tests joins a report
+
+    _known_strategy = field_validator("strategy")(known_strategy)
 
     @property
     def maturity(self) -> timedelta:
@@ -57,7 +66,8 @@ def backfill_settings(**values: Any) -> BackfillSettings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "backfill"
-        raise ConfigError(f"invalid backfill setting {where}: {first['msg']}") from exc
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"invalid backfill setting {where}: {message}") from exc
 
 
 def from_settings(settings: Any) -> BackfillSettings:

@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 130)
     except Exception as exc:
         # Typer vendors its own click; its usage errors are recognised by their shape.
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # `sheriff` (or a group) alone: the help, as --help prints it, not one line.
+            print(exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
+            sys.exit(2)
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             _fail(exc.format_message(), exc.exit_code)
         raise

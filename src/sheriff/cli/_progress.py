@@ -1,4 +1,4 @@
-"""Progress bars for long commands (rich), on stderr so that stdout stays parseable."""
+"""Progress bars for long commands and tables (rich); progress on stderr, stdout stays parseable."""
 
 from __future__ import annotations
 
@@ -31,3 +31,10 @@ def scenario_progress(title: str) -> Iterator[Callable[[float, Any], None]]:
 
         yield update
         progress.update(task, completed=1.0)
+
+
+def table_console() -> Console:
+    """Where tables go: the terminal's width on a terminal; elsewhere (a pipe, a file) no
+    width limit, so that labels are never folded into 8-character pieces."""
+    console = Console()
+    return console if console.is_terminal else Console(width=100_000)

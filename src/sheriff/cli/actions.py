@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from sheriff.cli._ids import task_id as checked_task_id
 from sheriff.cli.app import app
 
 LIVE_HELP = "Really send (needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)."
@@ -21,13 +22,16 @@ KEY_HELP = "Idempotency key (default: derived from action, task and input)."
 
 @app.command("actions")
 def list_actions(
-    task_id: str = typer.Argument(..., help="Task id to list the actions of."),
+    task_id: str = typer.Argument(
+        ..., help="Task id to list the actions of.", callback=checked_task_id
+    ),
     push: bool = typer.Option(False, "--push", help="List the push-level actions instead."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List the actions the task's decision task offers for it (first match per name)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from sheriff.cli._progress import table_console
 
     protocol = _protocol()
     repository, revision = protocol.push_of_task(task_id)
@@ -57,12 +61,12 @@ def list_actions(
         table.add_row(
             row["name"], row["title"], row["kind"], row["callback"] or "", ", ".join(row["input"])
         )
-    Console().print(table)
+    table_console().print(table)
 
 
 @app.command("retrigger")
 def retrigger(
-    task_id: str = typer.Argument(..., help="Task to retrigger."),
+    task_id: str = typer.Argument(..., help="Task to retrigger.", callback=checked_task_id),
     times: int = typer.Option(1, "--times", min=1, help="How many new runs."),
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
     key: str | None = typer.Option(None, "--key", help=KEY_HELP),

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
-from sheriff.cli.app import app
+from sheriff.cli._times import parse_time
+from sheriff.cli.app import Alphabetical, app
 
 
-class _TaskIdIsRequest(TyperGroup):
+class _TaskIdIsRequest(Alphabetical):
     """Routes `backfill TASK_ID` to `backfill request TASK_ID`."""
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
@@ -34,6 +34,7 @@ backfill_app = typer.Typer(
 app.add_typer(backfill_app, name="backfill")
 
 LIVE_HELP = "Really send (needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)."
+NOW_HELP = "The current time (ISO 8601), when CI's clock is not the wall clock (a simulator)."
 
 
 def _engine() -> Any:
@@ -60,10 +61,10 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Backfill reports, newest first: what regressed, the search so far, the culprit."""
-    from rich.console import Console
     from rich.table import Table
 
     from sheriff.backfill.status import reports
+    from sheriff.cli._progress import table_console
     from sheriff.errors import InputError
 
     if state is not None and state not in ("open", "culprit", "failed"):
@@ -98,21 +99,28 @@ def status(
             f"{record.get('status', '')} · {record.get('iterations', 0)} rounds"
             + (f" · {record['reason']}" if record.get("reason") else ""),
         )
-    Console().print(table)
+    table_console().print(table)
 
 
 @backfill_app.command("request")
 def request(
     task_id: str = typer.Argument(..., help="Task id of the failed run to backfill."),
-    depth: int = typer.Option(19, "--depth", min=1, max=25, help="How many earlier pushes."),
-    same_manifests: bool = typer.Option(
-        False,
-        "--same-manifests",
-        help="Backfilled runs run the task's own manifests (`backfill-task` with "
-        "test_manifests), so dynamic chunking cannot hide the failure.",
+    depth: int = typer.Option(
+        None, "--depth", min=1, max=25, help="How many earlier pushes (default: setting, 19)."
     ),
-    strategy: str = typer.Option("linear", "--strategy", help="linear or bisect."),
+    same_manifests: bool = typer.Option(
+        None,
+        "--same-manifests/--by-label",
+        help="Backfilled runs run the task's own manifests (`backfill-task` with "
+        "test_manifests), so dynamic chunking cannot hide the failure; or, --by-label, "
+        "whatever the label runs on each push (default: setting, same manifests).",
+        show_default=False,
+    ),
+    strategy: str = typer.Option(
+        None, "--strategy", help="linear or bisect (default: setting, bisect)."
+    ),
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
+    now_: str = typer.Option(None, "--now", help=NOW_HELP),
 ) -> None:
     """Backfill a task by hand: open a manual report and send its first backfill.
 
@@ -130,6 +138,10 @@ def request(
             f"{task_id!r} is not a task id (a slugid: 22 URL-safe base64 characters) "
             "nor a subcommand"
         )
+    settings = _settings()  # the documented defaults: SHERIFF_BACKFILL_*
+    strategy = strategy or settings.strategy
+    same_manifests = settings.same_manifests if same_manifests is None else same_manifests
+    depth = depth or settings.depth
     if strategy not in ("linear", "bisect"):
         raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
     import sqlalchemy as sa
@@ -141,8 +153,7 @@ def request(
         if known is None:
             _actions_request(task_id, depth=depth, same_manifests=same_manifests, live=live)
             return
-        now = datetime.now(UTC)
-        settings = _settings()
+        now = parse_time(now_) if now_ else datetime.now(UTC)
         with engine.begin() as conn:
             report_id = request_backfill(
                 conn,
@@ -168,7 +179,7 @@ def request(
             settings=settings,
             summary=summary,
         )
-        sent = _dispatch(engine, record_id, live=live)
+        sent = _dispatch(engine, record_id, live=live, now=now)
     finally:
         engine.dispose()
     typer.echo(
@@ -177,7 +188,7 @@ def request(
     )
 
 
-def _dispatch(engine: Any, record_id: int, *, live: bool) -> str:
+def _dispatch(engine: Any, record_id: int, *, live: bool, now: datetime) -> str:
     """Send (or, without --live, dry-run) this record's queued requests."""
     import sqlalchemy as sa
 
@@ -197,7 +208,7 @@ def _dispatch(engine: Any, record_id: int, *, live: bool) -> str:
         return "nothing to send"
     from sheriff.cli.actions import _protocol
 
-    results = log.dispatch(engine, _protocol(live), dry_run=not live, keys=keys)
+    results = log.dispatch(engine, _protocol(live), dry_run=not live, keys=keys, now=now)
     states = sorted({row.state for row in results})
     verb = "sent" if live else "dry run (add --live to send)"
     return f"{verb}: {len(results)} request(s) now {', '.join(states) or 'unchanged'}"
@@ -215,15 +226,18 @@ def _actions_request(task_id: str, *, depth: int, same_manifests: bool, live: bo
 @backfill_app.command("advance")
 def advance(
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
+    now_: str = typer.Option(None, "--now", help=NOW_HELP),
 ) -> None:
     """Move every open backfill one step and send what it asks for (a triage pass does this)."""
     from sheriff.backfill import advance_backfills
 
+    now = parse_time(now_) if now_ else datetime.now(UTC)
+    settings = _settings()
     engine = _engine()
     try:
-        summary = advance_backfills(engine, now=datetime.now(UTC), settings=_settings())
+        summary = advance_backfills(engine, now=now, settings=settings)
         record_ids = _open_record_ids(engine)
-        sent = [_dispatch(engine, record_id, live=live) for record_id in record_ids]
+        sent = [_dispatch(engine, record_id, live=live, now=now) for record_id in record_ids]
     finally:
         engine.dispose()
     typer.echo(json.dumps({**summary.as_dict(), "dispatch": sent}, indent=2))

@@ -2,9 +2,11 @@
 
 import typer
 
-from sheriff.cli.app import app
+from sheriff.cli.app import Alphabetical, app
 
-db_app = typer.Typer(help="Create or upgrade the database schema.", no_args_is_help=True)
+db_app = typer.Typer(
+    cls=Alphabetical, help="Create or upgrade the database schema.", no_args_is_help=True
+)
 app.add_typer(db_app, name="db")
 
 

@@ -28,12 +28,15 @@ def demo(
     from sheriff.cli._progress import scenario_progress
     from sheriff.config import settings
     from sheriff.sim.scenario import load_scenario
+    from sheriff.triage.engine import policy_named
     from sheriff.triage.report import render_report
     from sheriff.triage.simrun import play
 
     path = scenario or bundled_scenario()
-    load_scenario(path)  # a bad scenario fails here, in one line, before any progress
+    # Bad input fails here, in one line, before the old demo database is removed.
+    load_scenario(path)
     chosen = policy or settings().policy
+    policy_named(chosen, settings())
     for stale in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
         stale.unlink(missing_ok=True)
     url = f"sqlite:///{database.resolve()}"

@@ -4,15 +4,18 @@ from pathlib import Path
 
 import typer
 
-from sheriff.cli.app import app
+from sheriff.cli.app import Alphabetical, app
 
 ingest_app = typer.Typer(
+    cls=Alphabetical,
     help="Load task definitions, Pulse messages and manifest artifacts from files.",
     no_args_is_help=True,
 )
 app.add_typer(ingest_app, name="ingest")
 
-FILE = typer.Argument(..., exists=False, dir_okay=False, help="JSON file (plain or .gz).")
+FILE = typer.Argument(
+    ..., exists=True, dir_okay=False, readable=True, help="JSON file (plain or .gz)."
+)
 
 
 def _engine():  # type: ignore[no-untyped-def]
@@ -55,8 +58,12 @@ def pulse(files: list[Path] = FILE) -> None:
 
 @ingest_app.command("manifests")
 def manifests(
-    manifests_by_task: Path = typer.Argument(..., help="manifests-by-task.json(.gz)"),
-    tests_by_manifest: Path | None = typer.Argument(None, help="tests-by-manifest.json(.gz)"),
+    manifests_by_task: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="manifests-by-task.json(.gz)"
+    ),
+    tests_by_manifest: Path | None = typer.Argument(
+        None, exists=True, dir_okay=False, help="tests-by-manifest.json(.gz)"
+    ),
     repo: str = typer.Option(..., "--repo", help="Repository of the push, e.g. autoland."),
     revision: str = typer.Option(..., "--revision", help="The push's revision."),
 ) -> None:

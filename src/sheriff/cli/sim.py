@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from sheriff.cli.app import app
+from sheriff.cli.app import Alphabetical, app
 
-sim_app = typer.Typer(help="The built-in CI simulator.", no_args_is_help=True)
+sim_app = typer.Typer(cls=Alphabetical, help="The built-in CI simulator.", no_args_is_help=True)
 app.add_typer(sim_app, name="sim")
 
 
@@ -59,3 +59,37 @@ def serve(
         pass
     finally:
         sim.stop()
+
+
+SIM_URL_HELP = "Root URL of a running `sheriff sim serve`."
+
+
+@sim_app.command("advance")
+def advance(
+    minutes: float = typer.Option(10.0, "--minutes", min=0, help="Virtual minutes to play."),
+    url: str = typer.Option("http://127.0.0.1:8010", "--url", help=SIM_URL_HELP),
+) -> None:
+    """Move a running simulator's clock forward; print its new virtual time (ISO 8601).
+
+    That time is what `sheriff triage --now` takes when driving a simulator by hand.
+    """
+    typer.echo(_admin(url, "POST", f"/__sim__/advance?minutes={minutes:g}")["now"])
+
+
+@sim_app.command("clock")
+def clock(url: str = typer.Option("http://127.0.0.1:8010", "--url", help=SIM_URL_HELP)) -> None:
+    """Print a running simulator's virtual time (ISO 8601)."""
+    typer.echo(_admin(url, "GET", "/__sim__/clock")["now"])
+
+
+def _admin(url: str, method: str, path: str) -> dict:
+    import httpx
+
+    from sheriff.errors import ServiceError
+
+    try:
+        answer = httpx.request(method, url.rstrip("/") + path, timeout=300)
+        answer.raise_for_status()
+        return answer.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise ServiceError(f"simulator at {url}: {exc}") from None

@@ -29,10 +29,13 @@ def run(
     from sheriff.cli._progress import scenario_progress
     from sheriff.config import settings
     from sheriff.sim.scenario import load_scenario
+    from sheriff.triage.engine import backfill_settings_of, policy_named
     from sheriff.triage.simrun import play, require_empty_store
 
-    # Bad input fails here, in one line, before any progress bar.
+    # Bad input fails here, in one line, before any progress bar or file.
     load_scenario(scenario)
+    policy_named(policy or settings().policy, settings())
+    backfill_settings_of(settings(), backfill)
     if database is not None:
         require_empty_store(database).dispose()
     chosen = policy or settings().policy

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import typer
 
+from sheriff.cli._times import parse_duration, parse_time
 from sheriff.cli.app import app
 from sheriff.errors import ConfigError, InputError, ServiceError
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def parse_duration(text: str) -> timedelta:
-    """'90s', '10m', '6h', '2d' as a timedelta."""
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise InputError(f"not a duration: {text!r} (use e.g. 30m, 6h, 2d)")
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-
-
-def parse_time(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InputError(f"not an ISO 8601 time: {text!r}") from exc
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @app.command("triage")
@@ -38,22 +19,34 @@ def triage(
     from_: str = typer.Option(None, "--from", help="Window start (ISO 8601), with --to."),
     to: str = typer.Option(None, "--to", help="Window end (ISO 8601), with --from."),
     live: bool = typer.Option(False, "--live", help="Send retriggers (needs credentials)."),
-    once: bool = typer.Option(False, "--once", help="One pass, then exit (the default)."),
+    once: bool = typer.Option(
+        False, "--once", help="One pass, then exit (what happens without --every)."
+    ),
     every: str = typer.Option(None, "--every", help="Repeat a pass every DURATION."),
     policy: str = typer.Option(None, "--policy", help="Verdict policy (default: setting)."),
+    now_: str = typer.Option(
+        None,
+        "--now",
+        help="The current time (ISO 8601) for this pass: CI's clock when it is not the "
+        "wall clock, e.g. the simulator's virtual time. Every comparison uses it.",
+    ),
 ) -> None:
     """Advance every open case: ingest what changed, retrigger what is needed, decide."""
     from sheriff.ci.taskcluster import clients_from_settings
     from sheriff.ci.treeherder import Treeherder
     from sheriff.config import settings
     from sheriff.store.db import open_database
-    from sheriff.triage.engine import Triage
+    from sheriff.triage.engine import Triage, policy_named
 
     config = settings()
+    policy_named(policy or config.policy, config)  # refused before anything is created
     if (from_ is None) != (to is None):
         raise InputError("--from and --to go together")
     if once and every:
         raise InputError("--once and --every exclude each other")
+    if now_ is not None and every:
+        raise InputError("--now and --every exclude each other (a fixed clock does not move)")
+    fixed_now = parse_time(now_) if now_ is not None else None
     if live and not config.has_taskcluster_credentials:
         raise ConfigError(
             "--live needs TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN; "
@@ -82,7 +75,7 @@ def triage(
 
     console = Console(stderr=True)
     while True:
-        now = datetime.now(UTC)
+        now = fixed_now or datetime.now(UTC)
         try:
             with console.status("triage pass…") as status:
                 summary = runner.run_pass(

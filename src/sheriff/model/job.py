@@ -65,6 +65,28 @@ class PushRef:
 
 
 @dataclass(frozen=True)
+class PushDetails:
+    """Who pushed and what the tip revision says, from Treeherder's push list."""
+
+    author: str | None
+    message: str | None
+
+    @classmethod
+    def from_treeherder(cls, push: Mapping[str, Any]) -> PushDetails:
+        """From one `/api/project/<repo>/push/` result; the tip is the push's `revision`."""
+        revisions = [r for r in push.get("revisions") or () if isinstance(r, Mapping)]
+        tip = next((r for r in revisions if r.get("revision") == push.get("revision")), None)
+        tip = tip or (revisions[0] if revisions else {})
+        # Treeherder's serializer says `comments`; its ingestion samples say `comment`.
+        message = tip.get("comments", tip.get("comment"))
+        author = push.get("author")
+        return cls(
+            author=author[:255] if isinstance(author, str) and author else None,
+            message=message if isinstance(message, str) and message else None,
+        )
+
+
+@dataclass(frozen=True)
 class TaskJob:
     """One run of one task, as sheriff stores it (Treeherder's job, plus triage fields)."""
 

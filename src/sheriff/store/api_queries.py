@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -45,23 +45,18 @@ _build_platform = platform.alias("build_platform")
 _machine_platform = platform.alias("machine_platform")
 
 
-def utc(moment: datetime | None) -> datetime | None:
-    """Stored times are UTC; SQLite hands them back naive."""
-    if moment is None:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _as_stored(conn: sa.Connection, moment: datetime) -> datetime:
-    # SQLite compares stored naive UTC text; an aware bound would not compare correctly.
-    moment = moment.astimezone(UTC) if moment.tzinfo else moment
-    return (
-        moment.replace(tzinfo=None) if conn.dialect.name == "sqlite" else moment.replace(tzinfo=UTC)
-    )
-
-
 def repository_id(conn: sa.Connection, name: str) -> int | None:
     return conn.execute(sa.select(repository.c.id).where(repository.c.name == name)).scalar()
+
+
+def repository_sources(conn: sa.Connection, name: str) -> tuple[str | None, str | None] | None:
+    """The Taskcluster root URL and Treeherder URL a repository's data was fetched from."""
+    row = conn.execute(
+        sa.select(repository.c.taskcluster_root_url, repository.c.treeherder_url).where(
+            repository.c.name == name
+        )
+    ).first()
+    return (row.taskcluster_root_url, row.treeherder_url) if row else None
 
 
 def repositories(conn: sa.Connection) -> list[str]:
@@ -77,7 +72,8 @@ def _push_row(row: Any) -> dict[str, Any]:
         "revision": row.revision,
         "pushlog_id": row.pushlog_id,
         "author": row.author,
-        "push_time": utc(row.push_time),
+        "message": row.message,
+        "push_time": row.push_time,
         "decision_task_id": row.decision_task_id,
     }
 
@@ -300,10 +296,7 @@ def get_job(conn: sa.Connection, repo_id: int, job_id: int) -> dict[str, Any] | 
 
 
 def _job_row(row: Any) -> dict[str, Any]:
-    found = dict(row._mapping)
-    for key in ("submit_time", "start_time", "end_time"):
-        found[key] = utc(found[key])
-    return found
+    return dict(row._mapping)
 
 
 def _decorate(
@@ -455,9 +448,9 @@ def _case_row(row: Any) -> dict[str, Any]:
         "runs_wanted": row.runs_wanted,
         "retriggers_requested": row.retriggers_requested,
         "evidence": row.evidence,
-        "opened_at": utc(row.opened_at),
-        "decided_at": utc(row.decided_at),
-        "updated_at": utc(row.updated_at),
+        "opened_at": row.opened_at,
+        "decided_at": row.decided_at,
+        "updated_at": row.updated_at,
     }
 
 
@@ -493,7 +486,7 @@ def list_verdicts(
     if filters.label:
         stmt = stmt.where(triage_case.c.label == filters.label)
     if filters.since is not None:
-        stmt = stmt.where(triage_case.c.opened_at >= _as_stored(conn, filters.since))
+        stmt = stmt.where(triage_case.c.opened_at >= filters.since)
     stmt = (
         stmt.order_by(triage_case.c.opened_at.desc(), triage_case.c.id.desc())
         .offset(offset)
@@ -568,10 +561,10 @@ def _report_row(row: Any) -> dict[str, Any]:
         "culprit_push_id": row.culprit_push_id,
         "culprit_revision": row.culprit_revision,
         "reason": row.reason,
-        "opened_at": utc(row.opened_at),
-        "mature_at": utc(row.mature_at),
-        "closed_at": utc(row.closed_at),
-        "updated_at": utc(row.updated_at),
+        "opened_at": row.opened_at,
+        "mature_at": row.mature_at,
+        "closed_at": row.closed_at,
+        "updated_at": row.updated_at,
     }
 
 
@@ -668,9 +661,9 @@ def _add_records(conn: sa.Connection, reports: list[dict[str, Any]]) -> None:
                 "runs_requested": requested,
                 "iterations": record.iterations,
                 "reason": record.reason,
-                "created_at": utc(record.created_at),
-                "triggered_at": utc(record.triggered_at),
-                "updated_at": utc(record.updated_at),
+                "created_at": record.created_at,
+                "triggered_at": record.triggered_at,
+                "updated_at": record.updated_at,
                 "window": window,
             }
         )
@@ -694,7 +687,7 @@ def _window(context: Any, pushes: dict[int, Any], culprit: int | None) -> list[d
                 "push_id": push_id,
                 "revision": found.revision,
                 "author": found.author,
-                "push_time": utc(found.push_time),
+                "push_time": found.push_time,
                 "outcome": str(outcomes.get(str(push_id), "unknown")),
                 "untestable": push_id in untestable,
                 "runs_requested": sum(int(a.get("times", 0)) for a in asks if isinstance(a, dict)),

@@ -7,6 +7,7 @@ backend needs and brings an empty or older database to the newest schema, so a f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,14 +34,21 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+def redacted(url: str) -> str:
+    """`url` fit to print: a password, parseable or not, shows as ***."""
+    scheme, sep, rest = url.rpartition("://") if "://" in url else ("", "", url)
+    return scheme + sep + re.sub(r"^([^:/@]*):[^@]*@", r"\1:***@", rest, count=1)
+
+
 def create_engine(url: str) -> Engine:
     """An engine for `url`; `postgresql://` URLs use psycopg 3."""
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
     try:
         engine = sa.create_engine(url, future=True, pool_pre_ping=True)
-    except (sa.exc.ArgumentError, ImportError) as exc:
-        raise ConfigError(f"unusable database URL {url!r}: {exc}") from exc
+    except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
+        reason = str(exc).replace(url, redacted(url))
+        raise ConfigError(f"unusable database URL {redacted(url)!r}: {reason}") from None
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     else:
@@ -78,7 +86,8 @@ def open_database(url: str, *, migrate: bool = True) -> Engine:
         if migrate and current_revision(engine) != head_revision():
             upgrade(engine)
     except sa.exc.OperationalError as exc:
-        raise SheriffError(f"cannot open database {engine.url!r}: {exc.orig}") from exc
+        where = engine.url.render_as_string(hide_password=True)
+        raise SheriffError(f"cannot open database {where!r}: {exc.orig}") from exc
     return engine
 
 

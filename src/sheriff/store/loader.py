@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from sheriff.model.job import (
     STATE_RANK,
+    PushDetails,
     PushRef,
     TaskJob,
     TaskShapeError,
@@ -244,18 +245,66 @@ def ensure_pushes(
     for chunk in chunks(list(by_key)):
         result = conn.execute(
             sa.select(
-                push.c.id, push.c.repository_id, push.c.revision, push.c.decision_task_id
+                push.c.id,
+                push.c.repository_id,
+                push.c.revision,
+                push.c.decision_task_id,
+                push.c.pushlog_id,
             ).where(sa.tuple_(push.c.repository_id, push.c.revision).in_(chunk))
         )
-        for push_id, repo_id, revision, decision in result:
+        for push_id, repo_id, revision, decision, pushlog_id in result:
             ref = by_key[(repo_id, revision)]
             found[ref] = push_id
-            group = pushes[ref][1]
-            if decision is None and group is not None:
-                conn.execute(
-                    push.update().where(push.c.id == push_id).values(decision_task_id=group)
-                )
+            # What a first sighting did not know (Treeherder lists a push before any of
+            # its tasks name its pushlog id or group) is filled in when it is known.
+            missing: dict[str, Any] = {}
+            if decision is None and pushes[ref][1] is not None:
+                missing["decision_task_id"] = pushes[ref][1]
+            if pushlog_id is None and ref.pushlog_id is not None:
+                missing["pushlog_id"] = ref.pushlog_id
+            if missing:
+                conn.execute(push.update().where(push.c.id == push_id).values(**missing))
     return found
+
+
+def record_sources(
+    conn: sa.Connection, repository_name: str, taskcluster_root_url: str, treeherder_url: str
+) -> None:
+    """The services a repository's data comes from, for links to its tasks and jobs."""
+    conn.execute(
+        repository.update()
+        .where(
+            repository.c.name == repository_name,
+            sa.or_(
+                repository.c.taskcluster_root_url.is_distinct_from(taskcluster_root_url),
+                repository.c.treeherder_url.is_distinct_from(treeherder_url),
+            ),
+        )
+        .values(taskcluster_root_url=taskcluster_root_url, treeherder_url=treeherder_url)
+    )
+
+
+def describe_pushes(conn: sa.Connection, details: Mapping[int, PushDetails]) -> None:
+    """Author and commit message of pushes (by id), where the store has none yet."""
+    rows = [
+        {"pid": push_id, "author": d.author, "message": d.message}
+        for push_id, d in details.items()
+        if d.author or d.message
+    ]
+    if not rows:
+        return
+    conn.execute(
+        push.update()
+        .where(
+            push.c.id == sa.bindparam("pid"),
+            sa.or_(push.c.author.is_(None), push.c.message.is_(None)),
+        )
+        .values(
+            author=sa.func.coalesce(push.c.author, sa.bindparam("author")),
+            message=sa.func.coalesce(push.c.message, sa.bindparam("message")),
+        ),
+        rows,
+    )
 
 
 def _decision_group(jobs: Sequence[TaskJob]) -> str | None:
@@ -427,6 +476,8 @@ def _copy_type(column: sa.Column[Any]) -> str:
     if column.name == "task_id":
         return "bytea"  # a uuid's binary format is its 16 bytes, which SlugId stores
     kind = column.type
+    if isinstance(kind, sa.types.TypeDecorator):  # UtcDateTime: its timestamptz
+        kind = kind.impl_instance
     if isinstance(kind, sa.DateTime):
         return "timestamptz"
     if isinstance(kind, sa.Boolean):

@@ -313,6 +313,7 @@ def advance_push(
             labels=sorted(wanted),
             input=strategy("retrigger-multiple").build_input(labels=wanted),
             decision_task_id=decision_task_id,
+            now=now,
         )
     return plan
 

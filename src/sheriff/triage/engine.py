@@ -26,6 +26,7 @@ from sheriff.actions.protocol import ActionsProtocol
 from sheriff.backfill import BackfillSettings, advance_backfills, open_report_for_case
 from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.reports import OPEN_RECORD_STATUSES
+from sheriff.backfill.settings import backfill_settings
 from sheriff.backfill.status import pushes_to_watch
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, TaskclusterNotFound
 from sheriff.ci.treeherder import Treeherder
@@ -34,10 +35,17 @@ from sheriff.errors import ConfigError
 from sheriff.ingest.files import gunzipped
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
 from sheriff.model.history import configured as history_policy
-from sheriff.model.job import PushRef
+from sheriff.model.job import PushDetails, PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
 from sheriff.store.history import PassCache
-from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
+from sheriff.store.loader import (
+    Interner,
+    describe_pushes,
+    ensure_pushes,
+    load_jobs,
+    load_push_manifests,
+    record_sources,
+)
 from sheriff.store.schema import (
     backfill_record,
     job,
@@ -203,7 +211,7 @@ class Triage:
             )
             summary.backfill_requests = backfills.requests
             summary.culprits = len(backfills.culprits)
-        self._send(summary)
+        self._send(summary, now)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
         with self.engine.connect() as conn:
             summary.open_cases = conn.execute(
@@ -238,6 +246,18 @@ class Triage:
                 for p in found
             }
             ids = ensure_pushes(conn, interner, refs) if refs else {}
+            if refs:
+                record_sources(
+                    conn,
+                    self.repo,
+                    self.settings.taskcluster_root_url,
+                    self.settings.treeherder_url,
+                )
+            by_revision = {ref.revision: push_id for ref, push_id in ids.items()}
+            describe_pushes(
+                conn,
+                {by_revision[p["revision"]]: PushDetails.from_treeherder(p) for p in found},
+            )
             rows = conn.execute(
                 sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
                 .join(repository, repository.c.id == push.c.repository_id)
@@ -433,9 +453,9 @@ class Triage:
 
     # -- actions --------------------------------------------------------------------------
 
-    def _send(self, summary: PassSummary) -> None:
+    def _send(self, summary: PassSummary, now: datetime) -> None:
         protocol = ActionsProtocol(self.clients)
-        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live):
+        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live, now=now):
             if row.state == "sent":
                 summary.requests_sent += 1
             elif row.state == "dry-run":
@@ -459,7 +479,8 @@ def backfill_settings_of(settings: Settings, strategy: str | None) -> BackfillSe
         return chosen
     if strategy == "off":
         return chosen.model_copy(update={"enabled": False})
-    return chosen.model_copy(update={"enabled": True, "strategy": strategy})
+    # Validated like a setting: an unknown name is refused in one line, never played.
+    return backfill_settings(**{**chosen.model_dump(), "enabled": True, "strategy": strategy})
 
 
 def backfill_pushes(conn: sa.Connection) -> set[int]:

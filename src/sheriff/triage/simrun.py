@@ -266,9 +266,7 @@ def measure(
             if mine.p_regression is not None:
                 scored.append((mine.p_regression, case["truth"] == "regression"))
             if mine.decided_at is not None and mine.end_time is not None:
-                delays.append(
-                    (_aware(mine.decided_at) - _aware(mine.end_time)).total_seconds() / 60
-                )
+                delays.append((mine.decided_at - mine.end_time).total_seconds() / 60)
     asked = runs_asked(engine, requests)
     retriggers = sum(
         sum(REGISTRY[r.strategy]().runs(r.input, r.labels).values())
@@ -355,10 +353,6 @@ def calibration(scored: list[tuple[float, bool]]) -> dict[str, Any]:
 
 def _share(truths: list[bool]) -> float | None:
     return round(sum(truths) / len(truths), 4) if truths else None
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def runs_asked(engine: sa.Engine, requests: list[Any]) -> Counter[tuple[str, str]]:

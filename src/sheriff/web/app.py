@@ -35,14 +35,18 @@ def create_app(
     """The app serving `engine`'s data; writes dispatch through `protocol_factory`
     (True: the configured Taskcluster; None: only record requests for the next pass)."""
     from fastapi.staticfiles import StaticFiles
+    from fastapi_offline import FastAPIOffline
 
     from sheriff.web import dashboard
     from sheriff.web.api import actions, backfills, read
 
-    app = FastAPI(
+    # /docs and /redoc with their scripts served from here (fastapi-offline's copies), not
+    # from a CDN: they work on a machine without internet.
+    app = FastAPIOffline(
         title="sheriff",
         summary="Pushes, jobs with their manifests and test paths, verdicts and backfills.",
         version="1",
+        static_url="/static-docs",
     )
     app.state.engine = engine
     app.state.settings = settings

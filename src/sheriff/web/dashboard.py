@@ -9,14 +9,22 @@ from __future__ import annotations
 import pathlib
 from datetime import datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from sheriff.store import api_queries, queries
-from sheriff.web.api.deps import MAX_INT32, MAX_INT64, Conn, JobId, RepoName, Revision, settings_of
+from sheriff.web.api.deps import (
+    MAX_INT32,
+    MAX_INT64,
+    Conn,
+    JobId,
+    RepoName,
+    Revision,
+    links_of,
+    settings_of,
+)
 from sheriff.web.api.read import job_detail
 
 HERE = pathlib.Path(__file__).parent
@@ -63,7 +71,8 @@ def home(request: Request, conn: Conn) -> Response:
     names = api_queries.repositories(conn)
     if len(names) == 1:
         return RedirectResponse(f"/{names[0]}/", status_code=307)
-    return _page(request, "home.html", title="sheriff", repositories=names)
+    database = request.app.state.engine.url.render_as_string(hide_password=True)
+    return _page(request, "home.html", title="sheriff", repositories=names, database=database)
 
 
 @router.get("/{repo}/")
@@ -108,8 +117,9 @@ def push_page(request: Request, conn: Conn, repo: RepoName, revision: Revision) 
         push=found,
         groups=groups,
         backfills=api_queries.backfills_of(conn, push_id=found["id"]),
-        treeherder_url=f"{settings.treeherder_url.rstrip('/')}/jobs?"
-        + urlencode({"repo": repo, "revision": found["revision"]}),
+        treeherder_url=links_of(conn, settings, repo).jobs(
+            {"repo": repo, "revision": found["revision"]}
+        ),
     )
 
 
@@ -203,7 +213,7 @@ def similar_page(
         count=len(similar),
         match=match,
         pushes=pushes,
-        treeherder_url=f"{settings.treeherder_url.rstrip('/')}/jobs?{urlencode(query)}",
+        treeherder_url=links_of(conn, settings, repo).jobs(query),
     )
 
 

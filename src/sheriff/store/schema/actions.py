@@ -9,7 +9,6 @@ anything is sent again (see sheriff.actions.log).
 from sqlalchemy import (
     JSON,
     Column,
-    DateTime,
     Index,
     SmallInteger,
     String,
@@ -17,7 +16,7 @@ from sqlalchemy import (
     Text,
 )
 
-from sheriff.store.schema.base import BigId, metadata
+from sheriff.store.schema.base import BigId, UtcDateTime, metadata
 
 action_request = Table(
     "action_request",
@@ -40,8 +39,8 @@ action_request = Table(
     Column("reason", Text),
     Column("attempts", SmallInteger, nullable=False, server_default="0"),
     Column("claimed_by", String(100)),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
     Index(None, "repository", "revision"),
     Index(None, "state"),
 )

@@ -11,7 +11,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     Column,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -23,7 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from sheriff.store.schema.base import BigId, metadata
+from sheriff.store.schema.base import BigId, UtcDateTime, metadata
 
 backfill_report = Table(
     "backfill_report",
@@ -47,10 +46,10 @@ backfill_report = Table(
     Column("culprit_push_id", ForeignKey("push.id", ondelete="SET NULL")),
     Column("culprit_revision", String(40)),
     Column("reason", Text),
-    Column("opened_at", DateTime(timezone=True), nullable=False),
-    Column("mature_at", DateTime(timezone=True), nullable=False),
-    Column("closed_at", DateTime(timezone=True)),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("opened_at", UtcDateTime, nullable=False),
+    Column("mature_at", UtcDateTime, nullable=False),
+    Column("closed_at", UtcDateTime),
+    Column("updated_at", UtcDateTime, nullable=False),
     Index(None, "repository_id", "status"),
 )
 
@@ -75,9 +74,9 @@ backfill_record = Table(
     Column("iterations", Integer, nullable=False, server_default="0"),
     Column("last_push_id", ForeignKey("push.id", ondelete="SET NULL")),
     Column("reason", Text),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("triggered_at", DateTime(timezone=True)),  # first backfill sent: counts to the limit
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("triggered_at", UtcDateTime),  # first backfill sent: counts to the limit
+    Column("updated_at", UtcDateTime, nullable=False),
     UniqueConstraint("report_id", "job_id"),
     Index(None, "status"),
     Index(None, "platform", "triggered_at"),

@@ -2,10 +2,11 @@
 
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import slugid
-from sqlalchemy import BigInteger, Dialect, Integer, MetaData, String
+from sqlalchemy import BigInteger, DateTime, Dialect, Integer, MetaData, String
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -104,3 +105,26 @@ class HexDigest(TypeDecorator[str]):
         if value is None or dialect.name != "postgresql":
             return value
         return bytes(value).hex()
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A moment in time: `timestamptz` on PostgreSQL, UTC text on SQLite; code always gets
+    an aware UTC datetime back and may give any aware one (a naive one is taken as UTC).
+
+    SQLite keeps no zone: without this, its times come back naive and an aware value in a
+    comparison is written with its own offset, so every caller had to remember both.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if not isinstance(value, datetime):
+            return value
+        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return moment.replace(tzinfo=None) if dialect.name == "sqlite" else moment
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if not isinstance(value, datetime):
+            return value
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -17,17 +17,17 @@ deletes from them. References to rows that expire (push, manifest set) keep thei
 from sqlalchemy import (
     Boolean,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
     SmallInteger,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
-from sheriff.store.schema.base import BigId, HexDigest, SlugId, metadata, string_enum
+from sheriff.store.schema.base import BigId, HexDigest, SlugId, UtcDateTime, metadata, string_enum
 
 # Treeherder's job states and results as sheriff writes them (model/job.py; `retry` is a
 # run that Taskcluster reran), and Taskcluster's treeherder `jobKind`. Native enums (4
@@ -50,6 +50,10 @@ repository = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("name", String(64), nullable=False, unique=True),
+    # The services its data was fetched from (migration 0009): links in the API and the
+    # dashboard point there, not at whatever a later `sheriff serve` is configured with.
+    Column("taskcluster_root_url", String(255)),
+    Column("treeherder_url", String(255)),
 )
 
 push = Table(
@@ -60,7 +64,8 @@ push = Table(
     Column("revision", String(40), nullable=False),
     Column("pushlog_id", Integer),
     Column("author", String(255)),
-    Column("push_time", DateTime(timezone=True), nullable=False),
+    Column("message", Text),  # the tip revision's commit message (migration 0009)
+    Column("push_time", UtcDateTime, nullable=False),
     # The decision task's id is also the push's task group id.
     Column("decision_task_id", String(22)),
     UniqueConstraint("repository_id", "revision"),
@@ -159,9 +164,9 @@ job = Table(
     metadata,
     # Fixed-width columns first, widest first, so PostgreSQL wastes no bytes on alignment.
     Column("id", BigId, primary_key=True),
-    Column("submit_time", DateTime(timezone=True), nullable=False),
-    Column("start_time", DateTime(timezone=True)),
-    Column("end_time", DateTime(timezone=True)),
+    Column("submit_time", UtcDateTime, nullable=False),
+    Column("start_time", UtcDateTime),
+    Column("end_time", UtcDateTime),
     Column("push_id", ForeignKey("push.id", ondelete="CASCADE"), nullable=False),
     # Interned ids without a foreign key constraint (see the module docstring).
     Column("repository_id", Integer, nullable=False),

@@ -8,7 +8,6 @@ with the evidence that decided it and never recomputed from scratch (SPEC §3).
 from sqlalchemy import (
     JSON,
     Column,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -19,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-from sheriff.store.schema.base import BigId, metadata
+from sheriff.store.schema.base import BigId, UtcDateTime, metadata
 
 triage_case = Table(
     "triage_case",
@@ -38,9 +37,9 @@ triage_case = Table(
     Column("runs_wanted", SmallInteger, nullable=False, server_default="0"),
     Column("retriggers_requested", SmallInteger, nullable=False, server_default="0"),
     Column("evidence", JSON),
-    Column("opened_at", DateTime(timezone=True), nullable=False),
-    Column("decided_at", DateTime(timezone=True)),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("opened_at", UtcDateTime, nullable=False),
+    Column("decided_at", UtcDateTime),
+    Column("updated_at", UtcDateTime, nullable=False),
     Index(None, "push_id", "label"),
     Index(None, "state"),
     Index(None, "verdict"),
@@ -60,5 +59,5 @@ run_observation = Table(
     Column("raw_failure_lines", JSON),  # as Treeherder showed them
     Column("structured_failures", JSON),  # (test, subtest, status) from the errorsummary
     Column("bug_suggestions", JSON),  # the trimmed suggestions (search, open bugs)
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
 )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -80,10 +81,30 @@ class Pagination:
 Paging = Annotated[Pagination, Depends()]
 
 
-def taskcluster_task_url(settings: Settings, task_id: str) -> str:
-    return f"{settings.taskcluster_root_url.rstrip('/')}/tasks/{task_id}"
+@dataclass(frozen=True)
+class Links:
+    """Where a repository's tasks and jobs live: the services its data was fetched from,
+    else (data ingested from files) the ones this server is configured with."""
+
+    taskcluster: str
+    treeherder: str
+
+    def task(self, task_id: str) -> str:
+        return f"{self.taskcluster}/tasks/{task_id}"
+
+    def jobs(self, query: Sequence[tuple[str, Any]] | dict[str, Any]) -> str:
+        return f"{self.treeherder}/jobs?{urlencode(query)}"
+
+    def job(self, repo: str, revision: str, task_id: str, run: int) -> str:
+        return self.jobs(
+            {"repo": repo, "revision": revision, "selectedTaskRun": f"{task_id}.{run}"}
+        )
 
 
-def treeherder_job_url(settings: Settings, repo: str, revision: str, task_id: str, run: int) -> str:
-    query = urlencode({"repo": repo, "revision": revision, "selectedTaskRun": f"{task_id}.{run}"})
-    return f"{settings.treeherder_url.rstrip('/')}/jobs?{query}"
+def links_of(conn: sa.Connection, settings: Settings, repo: str) -> Links:
+    stored = api_queries.repository_sources(conn, repo)
+    taskcluster, treeherder = stored or (None, None)
+    return Links(
+        (taskcluster or settings.taskcluster_root_url).rstrip("/"),
+        (treeherder or settings.treeherder_url).rstrip("/"),
+    )

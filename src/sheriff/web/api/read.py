@@ -19,9 +19,8 @@ from sheriff.web.api.deps import (
     RepoId,
     RepoName,
     Revision,
+    links_of,
     settings_of,
-    taskcluster_task_url,
-    treeherder_job_url,
 )
 from sheriff.web.api.schemas import (
     JobDetailOut,
@@ -145,18 +144,15 @@ def get_job(
 
 def job_detail(conn: Any, settings: Any, repo: str, job: dict[str, Any]) -> dict[str, Any]:
     """The job page's data; the dashboard renders the same."""
+    links = links_of(conn, settings, repo)
     runs = api_queries.job_runs(conn, job)
     for run in runs:
-        run["taskcluster_url"] = taskcluster_task_url(settings, run["task_id"])
-        run["treeherder_url"] = treeherder_job_url(
-            settings, repo, run["revision"], run["task_id"], run["run_id"]
-        )
+        run["taskcluster_url"] = links.task(run["task_id"])
+        run["treeherder_url"] = links.job(repo, run["revision"], run["task_id"], run["run_id"])
     return {
         "job": job,
-        "taskcluster_url": taskcluster_task_url(settings, job["task_id"]),
-        "treeherder_url": treeherder_job_url(
-            settings, repo, job["revision"], job["task_id"], job["run_id"]
-        ),
+        "taskcluster_url": links.task(job["task_id"]),
+        "treeherder_url": links.job(repo, job["revision"], job["task_id"], job["run_id"]),
         "runs": runs,
         "case": api_queries.case_of_job(conn, job),
     }

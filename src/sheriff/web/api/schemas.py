@@ -32,6 +32,7 @@ class PushOut(BaseModel):
     revision: str
     pushlog_id: int | None
     author: str | None
+    message: str | None = Field(description="the tip revision's commit message")
     push_time: datetime
     decision_task_id: str | None
     jobs: int = Field(description="job rows (runs) on the push")
