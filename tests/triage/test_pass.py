@@ -246,3 +246,72 @@ def test_pushes_keep_author_message_pushlog_id_and_where_they_came_from(engine, 
         assert (row.pushlog_id is not None) == (row.id in with_jobs)
     assert {p["revision"]: p["message"] for p in shown} == {r.revision: r.message for r in stored}
     assert (sources.taskcluster_root_url, sources.treeherder_url) == (sim.root_url, sim.root_url)
+
+
+def _cased_tasks(engine) -> set[str]:
+    with engine.connect() as conn:
+        return set(
+            conn.execute(
+                sa.select(job.c.task_id).join(triage_case, triage_case.c.job_id == job.c.id)
+            ).scalars()
+        )
+
+
+def _failed_originals(sim) -> set[str]:
+    """Every original test task whose last run failed or hit an exception (the truth's cases)."""
+    return set(sim.truth()["cases"])
+
+
+def test_a_pass_that_dies_after_storing_jobs_loses_no_case(engine, sim, monkeypatch):
+    """The invariant: a failed original run gets its case in the next successful pass,
+    even when the pass that stored it died before opening cases (its push is finished and
+    has no open case, so it is never listed again)."""
+    real_open = engine_module.open_cases
+    deaths = []
+
+    def open_then_die(conn, push_ids, policy, now):
+        if len(deaths) < 4:
+            deaths.append(now)
+            raise Interrupted
+        return real_open(conn, push_ids, policy, now)
+
+    monkeypatch.setattr(engine_module, "open_cases", open_then_die)
+    triage = make_triage(engine, sim)
+    for _ in range(4):  # four passes die, each after storing what it listed
+        sim.advance(minutes=45)
+        with pytest.raises(Interrupted):
+            one_pass(triage, sim)
+    assert _cased_tasks(engine) == set()
+    drive(triage, sim)
+    assert _cased_tasks(engine) == _failed_originals(sim)
+
+
+def test_an_artifact_that_will_not_download_defers_not_aborts(engine, sim, monkeypatch):
+    from sheriff.ci.taskcluster import TaskclusterUnavailable
+
+    triage = make_triage(engine, sim)
+    real = triage.clients.latest_artifact
+    failing = [True]
+
+    def unavailable(task_id, name):
+        if failing[0] and "manifests-by-task" in name:
+            raise TaskclusterUnavailable(f"artifact {name} of task {task_id}: HTTP 503", status=503)
+        return real(task_id, name)
+
+    monkeypatch.setattr(triage.clients, "latest_artifact", unavailable)
+    sim.advance(minutes=120)
+    summary = one_pass(triage, sim)
+    assert summary.groups_listed > 0 and summary.cases_opened > 0  # the pass went on
+    assert summary.deferred and all("manifests of" in d for d in summary.deferred)
+    failing[0] = False
+    drive(triage, sim)
+    assert _cased_tasks(engine) == _failed_originals(sim)
+    with engine.connect() as conn:
+        from sheriff.store.schema import push, push_label_manifest_set
+
+        pushes_with_jobs = set(conn.execute(sa.select(job.c.push_id).distinct()).scalars())
+        with_manifests = set(
+            conn.execute(sa.select(push_label_manifest_set.c.push_id).distinct()).scalars()
+        )
+        assert conn.execute(sa.select(sa.func.count()).select_from(push)).scalar() > 0
+    assert pushes_with_jobs == with_manifests  # every deferred download came later

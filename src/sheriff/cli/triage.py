@@ -100,6 +100,8 @@ def triage(
             f"{summary.requests_sent if live else summary.requests_dry_run} requests); "
             f"{summary.open_cases} cases open"
         )
+        for deferred in summary.deferred:
+            typer.echo(f"sheriff: warning: not read, asked again next pass: {deferred}", err=True)
         if interval is None:
             return
         time.sleep(interval.total_seconds())

@@ -4,7 +4,11 @@ All state lives in the database, so a pass can stop anywhere and the next one co
 two passes at once never ask twice (see `triage.cases`). A pass reads only what can
 still change: a push whose jobs have all resolved and whose cases are all decided is not
 listed again, a push still at work is listed again only when Treeherder's job list shows
-news on it, and a run's finished observation is not fetched again. Network calls run in a
+news on it, and a run's finished observation is not fetched again. Cases are opened over
+every push of the window, listed or not, so a run stored by a pass that then failed gets
+its case in the next pass that succeeds; a task group or artifact that will not download
+is asked again on the next pass (`PassSummary.deferred`) while the pass goes on with the
+other pushes (only when no group at all can be listed does the pass fail). Network calls run in a
 few threads while the main thread stores (the database is only used from it), and the
 history policy's reads of earlier pushes are shared by all the pushes of a pass.
 """
@@ -28,7 +32,12 @@ from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.backfill.settings import backfill_settings
 from sheriff.backfill.status import pushes_to_watch
-from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, TaskclusterNotFound
+from sheriff.ci.taskcluster import (
+    TaskclusterClients,
+    TaskclusterError,
+    TaskclusterNotFound,
+    TaskclusterUnavailable,
+)
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
@@ -81,6 +90,8 @@ class PassSummary:
     backfill_requests: int = 0
     culprits: int = 0
     open_backfills: int = 0
+    # Downloads that failed for one push and are asked again next pass (the pass went on).
+    deferred: list[str] = field(default_factory=list)
 
 
 def policy_named(name: str, settings: Settings | None = None) -> Policy:
@@ -163,16 +174,26 @@ class Triage:
         # Listing is waiting on the network; storing is work on the database: the next
         # groups are fetched while one is stored.
         with fetchers() as pool:
-            for state, listing in zip(to_list, pool.map(self._fetch_listing, to_list), strict=True):
+            fetched = pool.map(lambda state: self._fetch_listing(state, summary), to_list)
+            for state, listing in zip(to_list, fetched, strict=True):
                 say(f"listing task group of {state.revision[:12]}")
                 if listing is not None:
                     self._store_listing(state, listing, summary)
-        listed = [p for p in pushes.values() if p.listing is not None]
+        if to_list and len(summary.deferred) == len(to_list):
+            # Not one group could be listed: Taskcluster is down, and this pass says so.
+            raise TaskclusterUnavailable(summary.deferred[0])
+        # Every push of the window, listed this pass or not: a run stored by a pass that then
+        # failed (an artifact that would not download, an outage) still gets its case now.
+        self._load_missing_manifests(pushes, summary)
         with self.engine.begin() as conn:
-            summary.cases_opened = open_cases(
-                conn, [p.push_id for p in listed], self.policy.name, now
-            )
-        with_cases = self._pushes_with_open_cases(pushes)
+            summary.cases_opened = open_cases(conn, list(pushes), self.policy.name, now)
+        # A push this process has not listed yet (its first case was just opened) waits for
+        # the next pass, which lists it: its in-flight action tasks must be counted first.
+        with_cases = [
+            state
+            for state in self._pushes_with_open_cases(pushes)
+            if state.listing is not None or state.decision_task_id is None
+        ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
         summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
         plans: list[PushPlan] = []
@@ -343,14 +364,20 @@ class Triage:
             for j in th_jobs
         )
 
-    def _fetch_listing(self, state: PushState) -> GroupListing | None:
+    def _fetch_listing(self, state: PushState, summary: PassSummary) -> GroupListing | None:
         """The push's task group as Taskcluster lists it (network only: runs in a fetcher
-        thread); None while its decision task is not indexed yet."""
-        if state.decision_task_id is None:
-            state.decision_task_id = find_decision_task(self.clients, self.repo, state.revision)
+        thread); None while its decision task is not indexed yet, or when Taskcluster
+        failed to answer for this push (the next pass lists it again; the others go on)."""
+        try:
             if state.decision_task_id is None:
-                return None
-        return list_group(self.clients, state.decision_task_id, self._stored_status)
+                found = find_decision_task(self.clients, self.repo, state.revision)
+                if found is None:
+                    return None
+                state.decision_task_id = found
+            return list_group(self.clients, state.decision_task_id, self._stored_status)
+        except TaskclusterError as exc:
+            summary.deferred.append(f"task group of {state.revision[:12]}: {exc}")
+            return None
 
     def _store_listing(self, state: PushState, listing: GroupListing, summary: PassSummary) -> None:
         summary.groups_listed += 1
@@ -368,29 +395,48 @@ class Triage:
         listing.jobs = []  # stored; the listing is kept for its action tasks only
         self._stored_status.update(listing.status_keys)
         interner.publish(self._interned)
-        self._load_manifests(state)
         summary.jobs_written += stats.jobs_inserted + stats.jobs_updated
 
-    def _load_manifests(self, state: PushState) -> None:
-        """The decision task's manifests-by-task and tests-by-manifest, once per push."""
-        if state.push_id in self._manifests_done or state.decision_task_id is None:
+    def _load_missing_manifests(self, pushes: dict[int, PushState], summary: PassSummary) -> None:
+        """The decision task's manifests-by-task and tests-by-manifest, once per push with
+        stored jobs. A download that fails is not fatal to the pass: it is asked again on
+        the next one (the push is found here again until its manifests are stored)."""
+        candidates = [
+            p
+            for p in pushes.values()
+            if p.push_id not in self._manifests_done and p.decision_task_id is not None
+        ]
+        if not candidates:
             return
+        ids = [p.push_id for p in candidates]
         with self.engine.connect() as conn:
-            if conn.execute(
-                sa.select(push_label_manifest_set.c.push_id)
-                .where(push_label_manifest_set.c.push_id == state.push_id)
-                .limit(1)
-            ).first():
-                self._manifests_done.add(state.push_id)
-                return
-        try:
-            by_label = self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
-            by_manifest = self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
-        except TaskclusterNotFound:
-            return  # not uploaded yet (decision task running), or never: asked again next pass
-        with self.engine.begin() as conn:
-            load_push_manifests(conn, state.push_id, by_label, by_manifest)
-        self._manifests_done.add(state.push_id)
+            done = set(
+                conn.execute(
+                    sa.select(push_label_manifest_set.c.push_id)
+                    .distinct()
+                    .where(push_label_manifest_set.c.push_id.in_(ids))
+                ).scalars()
+            )
+            with_jobs = set(
+                conn.execute(
+                    sa.select(job.c.push_id).distinct().where(job.c.push_id.in_(ids))
+                ).scalars()
+            )
+        self._manifests_done.update(done)
+        for state in candidates:
+            if state.push_id in done or state.push_id not in with_jobs:
+                continue
+            try:
+                by_label = self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
+                by_manifest = self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+            except TaskclusterNotFound:
+                continue  # not uploaded yet (decision task running), or never: asked again
+            except TaskclusterError as exc:
+                summary.deferred.append(f"manifests of {state.revision[:12]}: {exc}")
+                continue
+            with self.engine.begin() as conn:
+                load_push_manifests(conn, state.push_id, by_label, by_manifest)
+            self._manifests_done.add(state.push_id)
 
     def _artifact_json(self, task_id: str, name: str) -> dict:
         raw = self.clients.latest_artifact(task_id, name)
