@@ -104,7 +104,9 @@ def trigger_hook(world: World, hook_group: str, hook: str, payload: Any) -> Task
     with world.lock:
         if hook_group != HOOK_GROUP_ID or hook != hook_id(world):
             raise HookNotFound(f"hook {hook_group}/{hook} does not exist")
-        return _create_action_task(world, payload)
+        task = _create_action_task(world, payload)
+        world.hook_triggered.append(task.task_id)
+        return task
 
 
 class HookNotFound(WorldError):

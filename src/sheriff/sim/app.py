@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from sheriff.sim.auth import AuthConfig
+from sheriff.sim.faults import FaultInjector
 from sheriff.sim.taskcluster_api import TaskclusterError, error_response, taskcluster_router
 from sheriff.sim.treeherder_api import treeherder_router
 from sheriff.sim.world import World
@@ -39,6 +40,12 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
     app.state.world = world
     app.state.auth = auth
     app.state.counters = counters
+    app.state.fault_counts = Counter()
+    if world.scenario.faults.active:
+        # Inside the request counter: a request that met a fault was still made.
+        app.add_middleware(
+            FaultInjector, world=world, service_of=_service, counts=app.state.fault_counts
+        )
 
     @app.middleware("http")
     async def count_requests(request: Request, call_next: Any) -> Any:
@@ -71,22 +78,21 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
 
     @app.get("/__sim__/truth")
     async def truth() -> dict[str, Any]:
-        out = world.truth()
-        out["action_tasks"] = world.action_counts()
-        return out
+        return world.played_truth()
 
     @app.get("/__sim__/stats")
     async def stats() -> dict[str, Any]:
-        return stats_of(counters)
+        return stats_of(counters, app.state.fault_counts)
 
     return app
 
 
-def stats_of(counters: Counter[str]) -> dict[str, Any]:
-    """Requests served per service, with Taskcluster's services summed."""
+def stats_of(counters: Counter[str], faults: Counter[str] | None = None) -> dict[str, Any]:
+    """Requests served per service, with Taskcluster's services summed; faults played."""
     services = dict(sorted(counters.items()))
     return {
         "requests": services,
         "taskcluster": sum(counters[s] for s in TASKCLUSTER_SERVICES),
         "treeherder": counters["treeherder"],
+        "faults": dict(sorted((faults or Counter()).items())),
     }

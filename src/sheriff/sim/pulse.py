@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from sheriff.errors import ServiceError
 from sheriff.sim import tasks as taskdefs
 from sheriff.sim.entities import Run, Task
+from sheriff.sim.scenario import PulseFaults
 from sheriff.sim.world import World
 
 EXCHANGE_PREFIX = "exchange/taskcluster-queue/v1/"
@@ -48,9 +50,12 @@ def message(world: World, exchange: str, task: Task, run: Run) -> tuple[dict[str
 class PulsePublisher:
     """Publishes every task transition of a world to the Queue's topic exchanges."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, faults: PulseFaults | None = None, seed: int = 0) -> None:
         import kombu
 
+        self._faults = faults or PulseFaults()
+        self._rng = random.Random(f"pulse-faults:{seed}")
+        self.dropped = self.duplicated = 0
         self._kombu = kombu
         try:
             self._connection = kombu.Connection(url, connect_timeout=5)
@@ -70,16 +75,24 @@ class PulsePublisher:
     def publish(self, world: World, exchange: str, task: Task, run: Run) -> None:
         payload, routes = message(world, exchange, task, run)
         body = json.dumps(payload)
-        self._producer.publish(
-            body,
-            exchange=self._exchanges[exchange],
-            routing_key=routes[0],
-            headers={"CC": routes[1:]},
-            content_type="application/json",
-            content_encoding="utf-8",
-            retry=True,
-        )
-        self.published += 1
+        # A scenario's `faults.pulse`: Pulse loses a message now and then, or delivers twice.
+        u = self._rng.random()
+        if u < self._faults.drop:
+            self.dropped += 1
+            return
+        copies = 2 if u < self._faults.drop + self._faults.duplicate else 1
+        self.duplicated += copies - 1
+        for _ in range(copies):
+            self._producer.publish(
+                body,
+                exchange=self._exchanges[exchange],
+                routing_key=routes[0],
+                headers={"CC": routes[1:]},
+                content_type="application/json",
+                content_encoding="utf-8",
+                retry=True,
+            )
+            self.published += 1
 
     def close(self) -> None:
         self._connection.release()

@@ -102,6 +102,76 @@ class TreeherderDelays(_Strict):
         return value
 
 
+FAULTY_SERVICES = ("queue", "index", "hooks", "auth", "artifacts", "treeherder")
+
+
+class RequestFaults(_Strict):
+    """Shares of requests that fail, each in its own way (together at most 1)."""
+
+    error: float = Field(0.0, ge=0, le=1)  # 500, 502 or 503, with the service's error body
+    throttle: float = Field(0.0, ge=0, le=1)  # 429 with a Retry-After header
+    reset: float = Field(0.0, ge=0, le=1)  # the connection drops in the middle of the answer
+    slow: float = Field(0.0, ge=0, le=1)  # the answer comes after `slow_seconds`
+    lost_write: float = Field(0.0, ge=0, le=1)  # a write (triggerHook, cancelTask) is done,
+    # then its answer is lost (a 5xx or a dropped connection): the client cannot tell
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> RequestFaults:
+        if self.error + self.throttle + self.reset + self.slow + self.lost_write > 1:
+            raise ValueError("the shares of failing requests add up to more than 1")
+        return self
+
+
+class Outage(_Strict):
+    """A stretch of virtual time during which a service answers 503 to everything."""
+
+    start_minutes: float = Field(ge=0)  # after the scenario's start
+    minutes: float = Field(gt=0)
+
+
+class PulseFaults(_Strict):
+    drop: float = Field(0.0, ge=0, le=1)  # a message is never published
+    duplicate: float = Field(0.0, ge=0, le=1)  # a message is published twice
+
+
+class Faults(_Strict):
+    """How the simulator misbehaves on purpose (docs/scenarios.md, `faults:`)."""
+
+    seed: int | None = None  # [the scenario's seed]
+    requests: RequestFaults = RequestFaults()  # every service alike …
+    services: dict[str, RequestFaults] = {}  # … unless overridden here, by service
+    retry_after_seconds: tuple[float, float] = (1.0, 5.0)
+    slow_seconds: tuple[float, float] = (0.5, 3.0)
+    corrupt_artifacts: float = Field(0.0, ge=0, le=1)  # a download answers garbage bytes
+    truncated_artifacts: float = Field(0.0, ge=0, le=1)  # a download is cut short
+    treeherder_outages: list[Outage] = []
+    log_parse_failures: float = Field(0.0, ge=0, le=1)  # more logs Treeherder cannot parse
+    pulse: PulseFaults = PulseFaults()
+
+    @field_validator("services")
+    @classmethod
+    def _known_services(cls, value: dict[str, RequestFaults]) -> dict[str, RequestFaults]:
+        unknown = sorted(set(value) - set(FAULTY_SERVICES))
+        if unknown:
+            raise ValueError(f"unknown service {unknown[0]} (known: {', '.join(FAULTY_SERVICES)})")
+        return value
+
+    @field_validator("retry_after_seconds", "slow_seconds")
+    @classmethod
+    def _seconds(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= value[0] <= value[1]:
+            raise ValueError("must be [low, high] with 0 <= low <= high")
+        return value
+
+    def for_service(self, service: str) -> RequestFaults:
+        return self.services.get(service, self.requests)
+
+    @property
+    def active(self) -> bool:
+        """Whether anything at all misbehaves (the default: nothing)."""
+        return self != Faults()
+
+
 class Scenario(_Strict):
     """One scenario file, validated."""
 
@@ -120,6 +190,7 @@ class Scenario(_Strict):
     classified_fraction: float = Field(0.0, ge=0, le=1)
     regressions: list[Regression] = []
     treeherder: TreeherderDelays = TreeherderDelays()
+    faults: Faults = Faults()
 
     @field_validator("start")
     @classmethod

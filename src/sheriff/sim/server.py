@@ -37,7 +37,9 @@ class SimServer:
         if pulse_url:
             from sheriff.sim.pulse import PulsePublisher
 
-            self._pulse = PulsePublisher(pulse_url)
+            faults = scenario.faults
+            seed = faults.seed if faults.seed is not None else scenario.seed
+            self._pulse = PulsePublisher(pulse_url, faults.pulse, seed)
         self.world = World(scenario, listeners=[self._pulse.publish] if self._pulse else None)
         self.auth = AuthConfig.default([scenario.repository])
         for client_id, (token, scopes) in (clients or {}).items():
@@ -65,12 +67,10 @@ class SimServer:
         self.world.advance(minutes)
 
     def truth(self) -> dict[str, Any]:
-        out = self.world.truth()
-        out["action_tasks"] = self.world.action_counts()
-        return out
+        return self.world.played_truth()
 
     def stats(self) -> dict[str, Any]:
-        return stats_of(self.app.state.counters)
+        return stats_of(self.app.state.counters, self.app.state.fault_counts)
 
     def start(self) -> SimServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -71,6 +71,7 @@ class World:
         self.line_counts: Counter[str] = Counter()
         self.line_first_push: dict[str, int] = {}
         self.action_tasks_created = 0
+        self.hook_triggered: list[str] = []  # action tasks created by triggerHook, in order
         self._events: list[tuple[float, int, str, Any]] = []
         self._sequence = 0
         self._next_job_id = 1
@@ -408,7 +409,10 @@ class World:
         keys = (task.task_id, run.run_id)
         low, high = th.parse_delay_minutes
         parse = low + draws.unit(self.seed, "parse", *keys) * (high - low)
-        failed = draws.unit(self.seed, "parse-failed", *keys) < th.parse_failure_rate
+        # `faults.log_parse_failures` adds to the scenario's own rate, on the same draw, so
+        # that a faulty play's failed parses are a superset of the clean play's.
+        failure_rate = min(1.0, th.parse_failure_rate + self.scenario.faults.log_parse_failures)
+        failed = draws.unit(self.seed, "parse-failed", *keys) < failure_rate
         classification = 4 if task.classified and run.state == "failed" else 1
         job = Job(
             self._next_job_id,
@@ -456,6 +460,16 @@ class World:
 
         with self.lock:
             return ground_truth(self)
+
+    def played_truth(self) -> dict[str, Any]:
+        """`truth()` plus what clients made happen: the tasks actions created per (push,
+        label), and the action tasks `triggerHook` created (one per hook call that got
+        through, whether or not its answer reached the client)."""
+        out = self.truth()
+        out["action_tasks"] = self.action_counts()
+        with self.lock:
+            out["hook_triggers"] = list(self.hook_triggered)
+        return out
 
     def action_counts(self) -> list[dict[str, Any]]:
         """Tasks created by actions per (push, label), in all and per action."""

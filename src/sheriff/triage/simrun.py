@@ -9,12 +9,14 @@ docs/simulator.md.
 
 from __future__ import annotations
 
+import json
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -39,7 +41,8 @@ from sheriff.triage.engine import PassSummary, Triage
 SIM_CLIENT_ID = "sheriff-dev"
 SIM_ACCESS_TOKEN = "sheriff-dev-token"
 EXTRA_HOURS = 12
-MAX_FAILED_PASSES = 3
+# A play ends with the error when passes have failed for this long without a break.
+MAX_OUTAGE = timedelta(hours=2)
 FINAL_VERDICTS = ("regression", "intermittent", "infra", "not-eligible", "classified", "wrong-tier")
 
 
@@ -136,16 +139,56 @@ def play(
     progress: Callable[[float, PassSummary], None] | None = None,
 ) -> dict[str, Any]:
     """Play a scenario with `policy` (default: the setting); returns the metrics object (see
-    the module docstring)."""
-    from sheriff.sim.scenario import load_scenario
+    the module docstring). A scenario with `faults:` is played twice, faults first and then
+    the same world without them, and `faults` in the metrics compares the two."""
+    from sheriff.sim.scenario import load_scenario, resolve_scenario
 
-    scenario = load_scenario(scenario_path)
+    path = resolve_scenario(scenario_path)
+    scenario = load_scenario(path)
+    options = {
+        "policy": policy,
+        "backfill": backfill,
+        "same_manifests": same_manifests,
+        "queue_prefixes": queue_prefixes,
+        "pass_minutes": pass_minutes,
+    }
     started = time.perf_counter()
+    if not scenario.faults.active:
+        metrics, _ = _play_once(path, scenario, database_url, progress, **options)
+        metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
+        return metrics
+    metrics, faulty = _play_once(path, scenario, database_url, progress, **options)
+    with tempfile.TemporaryDirectory() as tmp:
+        clean_path = Path(tmp) / f"{path.stem}-without-faults.json"
+        clean_data = scenario.model_dump(mode="json", exclude={"faults"})
+        clean_path.write_text(json.dumps(clean_data))
+        _, clean = _play_once(clean_path, load_scenario(clean_path), None, None, **options)
+    metrics["faults"] = {**metrics["faults"], **compare_plays(clean, faulty)}
+    metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
+    return metrics
+
+
+def _play_once(
+    path: Path,
+    scenario: Any,
+    database_url: str | None,
+    progress: Callable[[float, PassSummary], None] | None,
+    *,
+    policy: str | None,
+    backfill: str | None,
+    same_manifests: bool,
+    queue_prefixes: list[str] | None,
+    pass_minutes: int,
+) -> tuple[dict[str, Any], dict[str, tuple[str, str | None]]]:
+    """One play: the metrics, and each case's (state, verdict) by task id."""
+    faulty = scenario.faults.active
+    tracebacks: list[str] = []
+    failed_passes = 0
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'sheriff.db'}"
         engine = require_empty_store(url)
         chosen = {"policy": policy, "queue_prefixes": queue_prefixes}  # None: the setting
-        with SimProcess(Path(scenario_path)) as sim:
+        with SimProcess(path) as sim:
             settings = load_settings(
                 database_url=url,
                 taskcluster_root_url=sim.root_url,
@@ -173,7 +216,7 @@ def play(
             last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
             deadline = last_push + timedelta(hours=EXTRA_HOURS)
             window = timedelta(hours=6)
-            failures = 0
+            failing_since: datetime | None = None
             while sim.now < deadline:
                 sim.advance(minutes=pass_minutes)
                 try:
@@ -181,11 +224,20 @@ def play(
                 except ServiceError:
                     # A pass that met an outage stops where it was; the next one continues,
                     # as a cron-driven pass would. Only a lasting outage ends the play.
-                    failures += 1
-                    if failures >= MAX_FAILED_PASSES:
+                    failed_passes += 1
+                    failing_since = failing_since or sim.now
+                    if sim.now - failing_since >= MAX_OUTAGE:
                         raise
                     continue
-                failures = 0
+                except Exception:
+                    if not faulty:
+                        raise
+                    # Under faults a crash is a finding, not the end of the play: counted
+                    # (and its last lines kept) like a cron job's crash report.
+                    failed_passes += 1
+                    tracebacks.append(traceback.format_exc().strip().splitlines()[-1])
+                    continue
+                failing_since = None
                 if progress:
                     share = (sim.now - begin) / (deadline - begin)
                     progress(min(1.0, share), summary)
@@ -194,21 +246,71 @@ def play(
                     break
             truth = sim.truth()
             stats = sim.stats()
-            action_counts = truth.get("action_tasks", [])
             metrics = measure(
                 engine,
                 truth,
                 stats,
-                action_counts,
+                truth.get("action_tasks", []),
                 policy=triage.policy.name,
                 queue_prefixes=settings.queue_prefixes,
                 virtual_hours=(sim.now - begin).total_seconds() / 3600,
             )
+            outcome = case_outcomes(engine)
+            if faulty:
+                metrics["faults"] = {
+                    "played": stats.get("faults", {}),
+                    "failed_passes": failed_passes,
+                    "tracebacks": len(tracebacks),
+                    "traceback_lines": sorted(set(tracebacks)),
+                    **fault_losses(engine, truth, outcome),
+                }
             clients.close()
             treeherder.close()
         engine.dispose()
-    metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
-    return metrics
+    return metrics, outcome
+
+
+def case_outcomes(engine: sa.Engine) -> dict[str, tuple[str, str | None]]:
+    """Each case's (state, verdict), by the task id of its original run."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(job.c.task_id, triage_case.c.state, triage_case.c.verdict).join(
+                job, job.c.id == triage_case.c.job_id
+            )
+        ).all()
+    return {r.task_id: (r.state, r.verdict) for r in rows}
+
+
+def fault_losses(
+    engine: sa.Engine, truth: dict[str, Any], outcome: dict[str, tuple[str, str | None]]
+) -> dict[str, Any]:
+    """What faults may cost, counted from both sides: cases the simulator has that sheriff
+    never opened, cases still open, and action tasks no request of sheriff's owns (an
+    action sent twice: `triggerHook` created it, sheriff does not know it did)."""
+    with engine.connect() as conn:
+        owned = {
+            r.action_task_id for r in request_log.requests(conn) if r.action_task_id is not None
+        }
+    open_states = {"new", "planned", "waiting"}
+    return {
+        "cases_lost": len(set(truth["cases"]) - set(outcome)),
+        "cases_left_open": sum(state in open_states for state, _ in outcome.values()),
+        "actions_sent_twice": len(set(truth.get("hook_triggers", [])) - owned),
+    }
+
+
+def compare_plays(
+    clean: dict[str, tuple[str, str | None]], faulty: dict[str, tuple[str, str | None]]
+) -> dict[str, Any]:
+    """Cases whose verdict under faults differs from the same world played without them."""
+    changed = sorted(t for t in clean.keys() | faulty.keys() if clean.get(t) != faulty.get(t))
+    return {
+        "verdicts_changed": len(changed),
+        "changed": [
+            {"task_id": t, "without_faults": clean.get(t), "with_faults": faulty.get(t)}
+            for t in changed[:20]
+        ],
+    }
 
 
 def _ratio(numerator: int, denominator: int) -> float:
