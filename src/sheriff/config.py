@@ -78,8 +78,11 @@ class Settings(BaseSettings):
     )
     treeherder_url: str = "https://treeherder.mozilla.org"
     pulse_url: str | None = None  # amqp://… ; when set, ingestion listens to Pulse
-    http_timeout_seconds: float = 30.0
-    http_retries: int = 5
+    # Reads from Taskcluster and Treeherder (sheriff.ci.retry): each attempt's timeout, at
+    # most this many retries, and a total budget per call; writes are sent once.
+    http_timeout_seconds: float = Field(30.0, gt=0)
+    http_retries: int = Field(8, ge=0)
+    http_retry_budget_seconds: float = Field(30.0, ge=0)
 
     # Triage (SPEC §3).
     repositories: list[str] = ["autoland"]

@@ -10,7 +10,6 @@ action task id. Each failure raises its own `ActionError` subclass.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -280,10 +279,10 @@ class ActionsProtocol:
         `known_action_tasks()` (those other requests already own): found means sent.
         """
         hooks = self.clients.hooks_once
-        backoff = self.clients.transport.backoff_seconds
+        policy = self.clients.transport
         for attempt in range(self._hook_retries + 1):
             if attempt:
-                time.sleep(min(backoff * 2 ** (attempt - 1), 30.0))
+                policy.sleep(policy.backoff(attempt))
                 found = self.find_action_task(prepared, exclude=known_action_tasks())
                 if found:
                     return found
