@@ -109,7 +109,8 @@ class Settings(BaseSettings):
     backfill_timeout_hours: float | None = None
 
     # Actions.
-    actions_lease_minutes: int = 15  # a request left `sending` longer is checked, then resent
+    # A request left `sending` longer is reconciled with its task group, then resent.
+    actions_lease_minutes: float = Field(15, ge=0)
 
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require

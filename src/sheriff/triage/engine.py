@@ -435,7 +435,8 @@ class Triage:
 
     def _send(self, summary: PassSummary) -> None:
         protocol = ActionsProtocol(self.clients)
-        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live):
+        lease = request_log.lease_of(self.settings)
+        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live, lease=lease):
             if row.state == "sent":
                 summary.requests_sent += 1
             elif row.state == "dry-run":

@@ -85,6 +85,7 @@ def _submit(request: Request, requests: dict[str, dict[str, Any]]) -> dict[str, 
                 protocol_factory(),
                 dry_run=not settings.has_taskcluster_credentials,
                 keys=keys,
+                lease=log.lease_of(settings),
             )
     with engine.connect() as conn:
         rows = log.requests(conn, keys=keys)
