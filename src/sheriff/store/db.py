@@ -3,10 +3,17 @@
 `open_database(url)` is the one way in: it creates the engine with the settings each
 backend needs and brings an empty or older database to the newest schema, so a fresh
 `sheriff.db` works on first use.
+
+Several processes may start on one empty database at once (workers, a listener and a
+triage loop deployed together), so migrating is done by one of them at a time: under a
+PostgreSQL advisory lock, or a lock file beside an SQLite file (SQLite's own locking
+cannot cover it: Alembic does not run SQLite DDL in one transaction). Whoever gets the
+lock second finds the schema at head and has nothing to do.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +23,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from filelock import FileLock, Timeout
 from sqlalchemy.engine import Engine
 
 from sheriff.errors import ConfigError, SheriffError
@@ -66,9 +74,51 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# One key for "sheriff is migrating this database" (advisory locks are per database).
+MIGRATION_LOCK_KEY = int.from_bytes(
+    hashlib.sha256(b"sheriff.store.migrations").digest()[:8], "big", signed=True
+)
+# How long a process waits for another's migration before saying so.
+MIGRATION_LOCK_TIMEOUT_SECONDS = 600
+
+
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Held while migrating: one process at a time per database (see the module docstring)."""
+    if engine.dialect.name == "postgresql":
+        # AUTOCOMMIT: a session lock, without a transaction left open beside the DDL.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            timeout = f"{MIGRATION_LOCK_TIMEOUT_SECONDS}s"
+            conn.execute(sa.select(sa.func.set_config("lock_timeout", timeout, False)))
+            conn.execute(sa.select(sa.func.pg_advisory_lock(MIGRATION_LOCK_KEY)))
+            try:
+                yield
+            finally:
+                conn.execute(sa.select(sa.func.pg_advisory_unlock(MIGRATION_LOCK_KEY)))
+                conn.execute(sa.select(sa.func.set_config("lock_timeout", "0", False)))
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield  # in memory: one connection, one process
+        return
+    lock = FileLock(f"{database}.migration-lock", timeout=MIGRATION_LOCK_TIMEOUT_SECONDS)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise SheriffError(
+            f"{database}: another process has been migrating it for "
+            f"{MIGRATION_LOCK_TIMEOUT_SECONDS} s ({lock.lock_file} is held)"
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Apply migrations up to `revision`."""
-    command.upgrade(alembic_config(engine), revision)
+    """Apply migrations up to `revision`, one process at a time."""
+    with migration_lock(engine):
+        command.upgrade(alembic_config(engine), revision)
 
 
 def open_database(url: str, *, migrate: bool = True) -> Engine:
@@ -76,7 +126,10 @@ def open_database(url: str, *, migrate: bool = True) -> Engine:
     engine = create_engine(url)
     try:
         if migrate and current_revision(engine) != head_revision():
-            upgrade(engine)
+            with migration_lock(engine):
+                # Another process may have migrated while this one waited for the lock.
+                if current_revision(engine) != head_revision():
+                    command.upgrade(alembic_config(engine), "head")
     except sa.exc.OperationalError as exc:
         raise SheriffError(f"cannot open database {engine.url!r}: {exc.orig}") from exc
     return engine
