@@ -46,7 +46,8 @@ T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 # The statuses whose Retry-After means "come back then" (RFC 9110 §10.2.3, RFC 6585 §4).
 RETRY_AFTER_STATUS = frozenset({429, 503})
-# An attempt is never given less than this, even at the very end of the budget.
+# An attempt is never given less than this (nor more than the timeout), even at the very
+# end of the budget.
 MIN_ATTEMPT_TIMEOUT = 1.0
 
 
@@ -130,7 +131,7 @@ class RetryPolicy:
             for try_ in retrying:
                 with try_:
                     left = self.budget_seconds - (time.monotonic() - started)
-                    return attempt(max(MIN_ATTEMPT_TIMEOUT, min(self.timeout_seconds, left)))
+                    return attempt(min(self.timeout_seconds, max(MIN_ATTEMPT_TIMEOUT, left)))
         except RetryableAnswer as last:
             raise _given_up(last, retrying.statistics, wait, self, started) from last
         raise AssertionError("unreachable: tenacity returns, raises or reraises")

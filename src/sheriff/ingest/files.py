@@ -8,12 +8,13 @@ the file and the entry.
 from __future__ import annotations
 
 import gzip
-import json
 import re
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -25,6 +26,7 @@ from sheriff.model.job import (
     TaskShapeError,
     jobs_of_task,
 )
+from sheriff.model.task_shapes import check_pulse_message, check_status
 from sheriff.store.loader import (
     LoadStats,
     RunUpdate,
@@ -38,19 +40,37 @@ _ENTRY_KEY = re.compile(r'"([A-Za-z0-9_-]{22})"\s*:\s*\{')
 
 
 def gunzipped(raw: bytes) -> bytes:
-    """The bytes, decompressed when they are gzip (artifacts and files come both ways)."""
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    """The bytes, decompressed when they are gzip (artifacts and files come both ways).
+
+    A truncated or corrupt gzip stream is an `InputError` (zlib's and gzip's own errors,
+    and the EOFError of a cut stream, which click would take for an aborted prompt)."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise InputError(f"not a complete gzip stream ({exc.__class__.__name__}: {exc})") from exc
+
+
+def decoded_json(raw: bytes) -> Any:
+    """JSON from bytes (gzipped or not) that may be anything: one `InputError` line for bytes
+    that are not UTF-8 JSON, nest deeper than 1,024 levels, or hold a number out of range."""
+    try:
+        return orjson.loads(gunzipped(raw))
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc}") from exc
 
 
 def read_json(path: Path) -> Any:
     """A JSON file, gzipped or not; errors name the file and, where it can, the entry."""
     try:
         text = gunzipped(path.read_bytes()).decode("utf-8")
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+    except (OSError, InputError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from exc
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        # orjson: strict JSON (no NaN), numbers in range, nesting at most 1,024 deep.
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
         keys = _ENTRY_KEY.findall(text, 0, exc.pos)
         where = f" (in the entry for task {keys[-1]})" if keys else ""
         raise InputError(
@@ -72,22 +92,23 @@ def _entries(path: Path, data: Any, what: str) -> list[tuple[str, Any]]:
 
 def parse_task_file(path: Path) -> tuple[list[TaskJob], dict[str, int]]:
     """Jobs from a file of task definitions (`{taskId: definition}`, or listTaskGroup's
-    `{"tasks": [{"task": …, "status": …}]}`); tasks Treeherder would not show are counted."""
+    `{"tasks": [{"task": …, "status": …}]}`); tasks Treeherder would not show are counted.
+    A malformed entry refuses the whole file, naming the entry and the field."""
     jobs: list[TaskJob] = []
     skipped: dict[str, int] = {}
     for key, entry in _entries(path, read_json(path), "task definitions"):
         if not isinstance(entry, Mapping):
-            raise InputError(f"{path}: entry {key}: expected a task definition object")
-        task, status = entry, None
-        if "task" in entry and "status" in entry:
-            task, status = entry["task"], entry["status"]
-        task_id = (status or {}).get("taskId", key)
+            raise InputError(f"{path}: entry {key[:40]}: expected a task definition object")
+        task, status, task_id = entry, None, key
         try:
+            if "task" in entry and "status" in entry:
+                task, status = entry["task"], entry["status"]
+                task_id = check_status(status).taskId
             jobs.extend(jobs_of_task(task_id, task, (status or {}).get("runs")))
         except NotATreeherderJob as exc:
             skipped[str(exc)] = skipped.get(str(exc), 0) + 1
         except TaskShapeError as exc:
-            raise InputError(f"{path}: task {task_id}: {exc}") from exc
+            raise InputError(f"{path}: task {task_id[:40]}: {exc}") from exc
     return jobs, skipped
 
 
@@ -96,22 +117,17 @@ def parse_pulse_file(path: Path) -> list[RunUpdate]:
     updates: list[RunUpdate] = []
     for key, message in _entries(path, read_json(path), "Pulse messages"):
         try:
-            exchange = message["exchange"]
-            if exchange not in PULSE_EXCHANGE_STATES:
-                raise InputError(f"{path}: message {key}: unknown exchange {exchange!r}")
-            payload = message["payload"]
-            run_id = int(payload["runId"])
-            status = payload["status"]
-            run = status["runs"][run_id]
-            task_id = status["taskId"]
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            checked = check_pulse_message(message, PULSE_EXCHANGE_STATES)
+        except TaskShapeError as exc:
             raise InputError(
-                f"{path}: message {key}: not a Taskcluster queue message ({exc!r} missing)"
+                f"{path}: message {key[:40]}: not a Taskcluster queue message: {exc}"
             ) from exc
+        run_id, status = checked.payload.runId, checked.payload.status
+        run = status.runs[run_id]
         # Runs created as an exception (deadline exceeded) are never shown (as Treeherder).
-        if run.get("reasonCreated") == "exception" and exchange.endswith("task-exception"):
+        if run.reasonCreated == "exception" and checked.exchange.endswith("task-exception"):
             continue
-        updates.append(RunUpdate(task_id, run_id, run))
+        updates.append(RunUpdate(status.taskId, run_id, run))
     return updates
 
 

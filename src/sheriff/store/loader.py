@@ -24,9 +24,9 @@ from sheriff.model.job import (
     PushRef,
     TaskJob,
     TaskShapeError,
-    parse_time,
     run_state_and_result,
 )
+from sheriff.model.task_shapes import RunShape
 from sheriff.store.schema import (
     JOB_KINDS,
     job,
@@ -588,8 +588,8 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
             run_id=update.run_id,
             state=state,
             result=result,
-            start_time=parse_time(update.run.get("started")),
-            end_time=parse_time(update.run.get("resolved")),
+            start_time=update.run.started,
+            end_time=update.run.resolved,
         )
         if update.run_id > 0:
             # An automatic rerun: Treeherder shows the run before it as `retry`.
@@ -606,4 +606,4 @@ class RunUpdate:
 
     task_id: str
     run_id: int
-    run: Mapping[str, Any]
+    run: RunShape
