@@ -99,12 +99,12 @@ def parse_task_file(path: Path) -> tuple[list[TaskJob], dict[str, int]]:
     for key, entry in _entries(path, read_json(path), "task definitions"):
         if not isinstance(entry, Mapping):
             raise InputError(f"{path}: entry {key[:40]}: expected a task definition object")
-        task, status, task_id = entry, None, key
+        task, runs, task_id = entry, None, key
         try:
             if "task" in entry and "status" in entry:
-                task, status = entry["task"], entry["status"]
-                task_id = check_status(status).taskId
-            jobs.extend(jobs_of_task(task_id, task, (status or {}).get("runs")))
+                status = check_status(entry["status"])
+                task, runs, task_id = entry["task"], status.get("runs"), status["taskId"]
+            jobs.extend(jobs_of_task(task_id, task, runs))
         except NotATreeherderJob as exc:
             skipped[str(exc)] = skipped.get(str(exc), 0) + 1
         except TaskShapeError as exc:
@@ -122,12 +122,14 @@ def parse_pulse_file(path: Path) -> list[RunUpdate]:
             raise InputError(
                 f"{path}: message {key[:40]}: not a Taskcluster queue message: {exc}"
             ) from exc
-        run_id, status = checked.payload.runId, checked.payload.status
-        run = status.runs[run_id]
+        run_id, status = checked["payload"]["runId"], checked["payload"]["status"]
+        run = status["runs"][run_id]
         # Runs created as an exception (deadline exceeded) are never shown (as Treeherder).
-        if run.reasonCreated == "exception" and checked.exchange.endswith("task-exception"):
+        if run.get("reasonCreated") == "exception" and checked["exchange"].endswith(
+            "task-exception"
+        ):
             continue
-        updates.append(RunUpdate(status.taskId, run_id, run))
+        updates.append(RunUpdate(status["taskId"], run_id, run))
     return updates
 
 

@@ -9,7 +9,6 @@ parent, and the manifests it ran (`MOZHARNESS_TEST_PATHS`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -156,12 +155,7 @@ def manifests_from_env(task: Mapping[str, Any]) -> tuple[str, ...] | None:
     raw = env.get("MOZHARNESS_TEST_PATHS") if isinstance(env, Mapping) else None
     if raw is None:
         return None
-    try:
-        by_suite = json.loads(raw) if isinstance(raw, str) else raw
-    except (json.JSONDecodeError, RecursionError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise TaskShapeError(f"MOZHARNESS_TEST_PATHS is not JSON: {why}") from exc
-    return tuple(sorted({p for paths in check_test_paths(by_suite).values() for p in paths}))
+    return tuple(sorted({p for paths in check_test_paths(raw).values() for p in paths}))
 
 
 def option_collection(treeherder: Mapping[str, Any]) -> str:
@@ -169,18 +163,19 @@ def option_collection(treeherder: Mapping[str, Any]) -> str:
     return " ".join(sorted(labels)) if labels else "opt"
 
 
-def run_state_and_result(run: RunShape | None, job_kind: str) -> tuple[str, str]:
-    """Treeherder's (state, result) for a Taskcluster run (None: defined, not scheduled)."""
+def run_state_and_result(run: Mapping[str, Any] | None, job_kind: str) -> tuple[str, str]:
+    """Treeherder's (state, result) for a checked Taskcluster run (None: not scheduled)."""
     if run is None:
         return "unscheduled", "unknown"
-    if run.state in ("pending", "running"):
-        return run.state, "unknown"
-    if run.state == "completed":
+    state = run["state"]
+    if state in ("pending", "running"):
+        return state, "unknown"
+    if state == "completed":
         pulse_result = "success"
-    elif run.state == "failed":
+    elif state == "failed":
         pulse_result = "fail"
-    else:  # exception: the checked shape has no other state
-        reason = run.reasonResolved
+    else:  # exception: a checked run has no other state
+        reason = run.get("reasonResolved")
         pulse_result = reason if reason in ("canceled", "superseded") else "exception"
     results = _TEST_RESULTS if job_kind == "test" else _BUILD_RESULTS
     return "completed", results[pulse_result]
@@ -197,7 +192,7 @@ def job_from_task(
     check_task_id(task_id)
     shape = _treeherder_task(task)
     [checked] = check_runs([run]) if run is not None else [None]
-    return _job_from_task(task_id, task, shape, run_id, checked)
+    return _job_from_task(task_id, shape, run_id, checked)
 
 
 def _treeherder_task(task: Any) -> TaskShape:
@@ -211,72 +206,72 @@ def _treeherder_task(task: Any) -> TaskShape:
     return check_task(task)
 
 
-def _job_from_task(
-    task_id: str,
-    task: Mapping[str, Any],
-    shape: TaskShape,
-    run_id: int,
-    run: RunShape | None,
-) -> TaskJob:
-    assert shape.extra is not None and shape.extra.treeherder is not None  # _treeherder_task
-    treeherder = shape.extra.treeherder
-    push = push_from_routes(shape.routes)
+def _job_from_task(task_id: str, task: TaskShape, run_id: int, run: RunShape | None) -> TaskJob:
+    """The job of a checked task and run (`check_task`, `check_runs`)."""
+    extra = task["extra"]
+    treeherder = extra["treeherder"]
+    push = push_from_routes(task.get("routes", []))
     if push is None:
         raise NotATreeherderJob("has no single tc-treeherder route naming its push")
-    tags = shape.tags
-    machine = treeherder.machine
+    tags = task.get("tags", {})
+    machine = treeherder.get("machine", {})
     platform = Platform(
-        os_name=(machine and machine.os) or "-",
-        platform=(machine and machine.platform) or shape.workerType or "",
-        architecture=(machine and machine.architecture) or "-",
+        os_name=machine.get("os", "-"),
+        platform=machine.get("platform", task.get("workerType", "")),
+        architecture=machine.get("architecture", "-"),
     )
-    collection = option_collection(task["extra"]["treeherder"])
+    collection = option_collection(treeherder)
     if len(collection) > MAX_OPTION_COLLECTION:
         raise TaskShapeError(
             f"extra.treeherder: option collection {collection[:60]!r} is longer than "
             f"{MAX_OPTION_COLLECTION} characters"
         )
-    state, result = run_state_and_result(run, treeherder.jobKind)
+    job_kind = treeherder.get("jobKind", "other")
+    state, result = run_state_and_result(run, job_kind)
+    run = run or {}
     return TaskJob(
         task_id=task_id,
         run_id=run_id,
         push=push,
-        task_group_id=shape.taskGroupId or task_id,
-        label=shape.metadata.name,
+        task_group_id=task.get("taskGroupId") or task_id,
+        label=task["metadata"]["name"],
         build_platform=platform,
         machine_platform=platform,
-        group_name=treeherder.groupName or "unknown",
-        group_symbol=treeherder.groupSymbol or "?",
-        job_symbol=treeherder.symbol,
+        group_name=treeherder.get("groupName", "unknown"),
+        group_symbol=treeherder.get("groupSymbol", "?"),
+        job_symbol=treeherder["symbol"],
         option_collection=collection,
-        tier=treeherder.tier,
-        job_kind=treeherder.jobKind,
+        tier=treeherder.get("tier", 1),
+        job_kind=job_kind,
         task_queue_id=task_queue_id(task),
         state=state,
         result=result,
-        reason=treeherder.reason or "scheduled",
-        who=shape.metadata.owner or "unknown",
-        product_name=treeherder.productName or "unknown",
-        machine=(run and run.workerId) or "unknown",
-        retriggerable=(tags is not None and (tags.retrigger or "").lower() == "true"),
-        action=tags and tags.action,
-        parent_task_id=shape.extra.parent,
-        test_type=tags and tags.test_type,
+        reason=treeherder.get("reason", "scheduled"),
+        who=task["metadata"].get("owner", "unknown"),
+        product_name=treeherder.get("productName", "unknown"),
+        machine=run.get("workerId", "unknown"),
+        retriggerable=tags.get("retrigger", "").lower() == "true",
+        action=tags.get("action"),
+        parent_task_id=extra.get("parent"),
+        test_type=tags.get("test-type"),
         manifests=manifests_from_env(task),
-        submit_time=shape.created,
-        start_time=run and run.started,
-        end_time=run and run.resolved,
+        submit_time=task["created"],
+        start_time=run.get("started"),
+        end_time=run.get("resolved"),
     )
 
 
-def jobs_of_task(task_id: str, task: Mapping[str, Any], runs: Any) -> list[TaskJob]:
+def jobs_of_task(
+    task_id: str, task: Mapping[str, Any], runs: list[RunShape] | None
+) -> list[TaskJob]:
     """Every run of a task as a job (one unscheduled job without runs); an exception run
-    followed by an automatic rerun is `retry`, as Treeherder shows it. The definition is
-    checked first (`NotATreeherderJob` for a task Treeherder would not show), then the runs."""
+    followed by an automatic rerun is `retry`, as Treeherder shows it. `runs` are checked
+    already (`check_status`, `check_runs`); the definition is checked here
+    (`NotATreeherderJob` for a task Treeherder would not show)."""
     check_task_id(task_id)
     shape = _treeherder_task(task)
-    listed: list[RunShape | None] = list(check_runs(runs)) or [None]
-    jobs = [_job_from_task(task_id, task, shape, run_id, run) for run_id, run in enumerate(listed)]
+    listed: list[RunShape | None] = list(runs) if runs else [None]
+    jobs = [_job_from_task(task_id, shape, run_id, run) for run_id, run in enumerate(listed)]
     last = len(listed) - 1
     return [
         replace(j, result="retry") if j.result == "exception" and j.run_id < last else j

@@ -588,8 +588,8 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
             run_id=update.run_id,
             state=state,
             result=result,
-            start_time=update.run.started,
-            end_time=update.run.resolved,
+            start_time=update.run.get("started"),
+            end_time=update.run.get("resolved"),
         )
         if update.run_id > 0:
             # An automatic rerun: Treeherder shows the run before it as `retry`.
@@ -602,7 +602,7 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
 
 @dataclass(frozen=True)
 class RunUpdate:
-    """Run `run_id` of a stored task is now as `run` (an entry of the task's status runs)."""
+    """Run `run_id` of a stored task is now as `run` (a checked entry of its status runs)."""
 
     task_id: str
     run_id: int
