@@ -9,7 +9,6 @@ action task id. Each failure raises its own `ActionError` subclass.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from sheriff.actions.errors import (
     UnsupportedActionKind,
     UnsupportedActionsVersion,
 )
+from sheriff.ci.artifacts import artifact_json
 from sheriff.ci.taskcluster import (
     TaskclusterClients,
     TaskclusterError,
@@ -147,10 +147,9 @@ class ActionsProtocol:
                 f"decision task {decision_task_id} has no {ACTIONS_ARTIFACT}"
             ) from exc
         where = f"{ACTIONS_ARTIFACT} of {decision_task_id}"
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ActionsJsonMalformed(f"{where} is not JSON: {exc}") from exc
+        # Bytes that are not JSON are a failed download (ArtifactUnreadable, an outage:
+        # the request waits for the next pass), not a malformed actions.json.
+        data = artifact_json(raw, where)
         if not isinstance(data, dict):
             raise ActionsJsonMalformed(f"{where} is not a JSON object")
         if data.get("version") != model.SUPPORTED_VERSION:

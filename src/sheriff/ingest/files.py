@@ -7,10 +7,8 @@ the file and the entry.
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from sheriff.ci.artifacts import gunzipped
 from sheriff.errors import InputError
 from sheriff.model.job import (
     PULSE_EXCHANGE_STATES,
@@ -26,7 +25,12 @@ from sheriff.model.job import (
     TaskShapeError,
     jobs_of_task,
 )
-from sheriff.model.task_shapes import check_pulse_message, check_status
+from sheriff.model.task_shapes import (
+    check_manifests_by_task,
+    check_pulse_message,
+    check_status,
+    check_tests_by_manifest,
+)
 from sheriff.store.loader import (
     LoadStats,
     RunUpdate,
@@ -37,28 +41,6 @@ from sheriff.store.loader import (
 from sheriff.store.schema import push, repository
 
 _ENTRY_KEY = re.compile(r'"([A-Za-z0-9_-]{22})"\s*:\s*\{')
-
-
-def gunzipped(raw: bytes) -> bytes:
-    """The bytes, decompressed when they are gzip (artifacts and files come both ways).
-
-    A truncated or corrupt gzip stream is an `InputError` (zlib's and gzip's own errors,
-    and the EOFError of a cut stream, which click would take for an aborted prompt)."""
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise InputError(f"not a complete gzip stream ({exc.__class__.__name__}: {exc})") from exc
-
-
-def decoded_json(raw: bytes) -> Any:
-    """JSON from bytes (gzipped or not) that may be anything: one `InputError` line for bytes
-    that are not UTF-8 JSON, nest deeper than 1,024 levels, or hold a number out of range."""
-    try:
-        return orjson.loads(gunzipped(raw))
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}") from exc
 
 
 def read_json(path: Path) -> Any:
@@ -148,13 +130,11 @@ def ingest_pulse(engine: Engine, path: Path) -> LoadStats:
         return apply_run_updates(conn, updates)
 
 
-def _string_lists(path: Path, data: Any, what: str) -> dict[str, list[str]]:
-    if not isinstance(data, Mapping):
-        raise InputError(f"{path}: expected an object of {what}")
-    for key, value in data.items():
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError(f"{path}: entry {key!r}: expected a list of paths")
-    return {str(k): list(v) for k, v in data.items()}
+def _checked(check: Callable[[Any], dict[str, list[str]]], path: Path) -> dict[str, list[str]]:
+    try:
+        return check(read_json(path))
+    except TaskShapeError as exc:
+        raise InputError(f"{path}: {exc}") from exc
 
 
 def ingest_manifests(
@@ -165,10 +145,10 @@ def ingest_manifests(
     tests_by_manifest: Path | None,
 ) -> dict[str, int]:
     """Load a push's `manifests-by-task.json` and `tests-by-manifest.json` (plain or .gz)."""
-    by_label = _string_lists(manifests_by_task, read_json(manifests_by_task), "manifests by task")
+    by_label = _checked(check_manifests_by_task, manifests_by_task)
     tests: dict[str, list[str]] = {}
     if tests_by_manifest is not None:
-        tests = _string_lists(tests_by_manifest, read_json(tests_by_manifest), "tests by manifest")
+        tests = _checked(check_tests_by_manifest, tests_by_manifest)
     with engine.begin() as conn:
         push_id = conn.execute(
             sa.select(push.c.id)

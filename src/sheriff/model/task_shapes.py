@@ -1,6 +1,7 @@
 """The Taskcluster shapes sheriff reads, checked where they come in: pure, no I/O.
 
-A task definition, a task status (its runs) and a queue Pulse message are checked
+A task definition, a task status (its runs), a queue Pulse message and the decision
+task's manifest artifacts are checked
 against pydantic schemas of the fields sheriff uses, with the types and limits of
 Taskcluster's and Treeherder's own schemas (the queue's task and status schemas,
 Treeherder's `task-treeherder-config.yml`): a run id is an integer from 0 to 1000, a run
@@ -187,6 +188,16 @@ _TEST_PATHS = TypeAdapter(
 ).validator
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 
+# The decision task's artifacts: label → manifests, manifest → test paths.
+ManifestPath = Annotated[str, Field(min_length=1, max_length=MAX_MANIFEST_PATH)]
+_MANIFESTS_BY_TASK = TypeAdapter(
+    dict[NonEmpty255, list[ManifestPath]], config=ConfigDict(strict=True)
+).validator
+_TESTS_BY_MANIFEST = TypeAdapter(
+    dict[ManifestPath, list[Annotated[str, Field(min_length=1, max_length=MAX_TEST_PATH)]]],
+    config=ConfigDict(strict=True),
+).validator
+
 # pydantic's own words for these, in the words of the formats.
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dict_type"})
 _PATTERNS = {
@@ -289,6 +300,22 @@ def check_pulse_message(message: Any, exchanges: Collection[str]) -> PulseShape:
             f"payload.runId: {payload['runId']}, but the status lists {len(runs)} runs"
         )
     return checked
+
+
+def check_manifests_by_task(data: Any) -> dict[str, list[str]]:
+    """A decision task's `manifests-by-task.json`: each label's manifest paths."""
+    try:
+        return _MANIFESTS_BY_TASK.validate_python(data)
+    except ValidationError as exc:
+        raise TaskShapeError(_one_line(exc, "manifests-by-task")) from None
+
+
+def check_tests_by_manifest(data: Any) -> dict[str, list[str]]:
+    """A decision task's `tests-by-manifest.json`: each manifest's test paths."""
+    try:
+        return _TESTS_BY_MANIFEST.validate_python(data)
+    except ValidationError as exc:
+        raise TaskShapeError(_one_line(exc, "tests-by-manifest")) from None
 
 
 def check_test_paths(by_suite: str | Any) -> dict[str, list[str]]:

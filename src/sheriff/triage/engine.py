@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -27,15 +26,20 @@ from sheriff.backfill import BackfillSettings, advance_backfills, open_report_fo
 from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.backfill.status import pushes_to_watch
+from sheriff.ci.artifacts import artifact_json
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError, TaskclusterNotFound
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
-from sheriff.ingest.files import gunzipped
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
 from sheriff.model.history import configured as history_policy
 from sheriff.model.job import PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
+from sheriff.model.task_shapes import (
+    TaskShapeError,
+    check_manifests_by_task,
+    check_tests_by_manifest,
+)
 from sheriff.store.history import PassCache
 from sheriff.store.loader import Interner, ensure_pushes, load_jobs, load_push_manifests
 from sheriff.store.schema import (
@@ -364,18 +368,30 @@ class Triage:
                 self._manifests_done.add(state.push_id)
                 return
         try:
-            by_label = self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
-            by_manifest = self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+            by_label = check_manifests_by_task(
+                self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
+            )
+            by_manifest = check_tests_by_manifest(
+                self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+            )
         except TaskclusterNotFound:
             return  # not uploaded yet (decision task running), or never: asked again next pass
+        except (TaskclusterError, TaskShapeError) as exc:
+            # A failed download (no answer, garbage, a cut gzip, the wrong shape) is not an
+            # answer: nothing is stored, and the next pass that lists the push asks again.
+            log.warning(
+                "push %s: manifest artifacts of %s not read, asked again later: %s",
+                state.revision[:12],
+                state.decision_task_id,
+                exc,
+            )
+            return
         with self.engine.begin() as conn:
             load_push_manifests(conn, state.push_id, by_label, by_manifest)
         self._manifests_done.add(state.push_id)
 
-    def _artifact_json(self, task_id: str, name: str) -> dict:
-        raw = self.clients.latest_artifact(task_id, name)
-        data = orjson.loads(gunzipped(raw))
-        return data if isinstance(data, dict) else {}
+    def _artifact_json(self, task_id: str, name: str) -> object:
+        return artifact_json(self.clients.latest_artifact(task_id, name), name)
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
         with self.engine.connect() as conn:
