@@ -9,8 +9,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sheriff.ci.artifacts import errorsummary_text
 from sheriff.actions import log as request_log
+from sheriff.ci.artifacts import errorsummary_text
 from sheriff.sim.scenario import load_scenario
 from sheriff.sim.server import SimServer
 from sheriff.store import db
