@@ -134,7 +134,11 @@ def push_from_routes(routes: Sequence[str]) -> PushRef | None:
         return None
     if not _PROJECT.fullmatch(project) or not _REVISION.fullmatch(revision):
         raise TaskShapeError(f"route {matching[0][:120]!r} does not name a repository and revision")
-    pushlog_id = int(pushlog) if pushlog and pushlog.isdigit() and len(pushlog) < 10 else None
+    pushlog_id = int(pushlog) if pushlog and pushlog.isdigit() else None
+    if pushlog_id is not None and pushlog_id >= 2**31:
+        raise TaskShapeError(
+            f"route {matching[0][:120]!r}: pushlog id {pushlog[:30]} is out of range"
+        )
     return PushRef(project, revision, pushlog_id)
 
 

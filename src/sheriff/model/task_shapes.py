@@ -57,19 +57,23 @@ QueuePart = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,38}$")]
 QueueId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,38}/[A-Za-z0-9_-]{1,38}$")]
 
 
-# Strings of at most so many characters (the formats' limits, or the store's).
-Text16 = Annotated[str, Field(max_length=16)]
-Text32 = Annotated[str, Field(max_length=32)]
-Text64 = Annotated[str, Field(max_length=64)]
-Text128 = Annotated[str, Field(max_length=128)]
-Text200 = Annotated[str, Field(max_length=200)]
-Text249 = Annotated[str, Field(max_length=249)]
-Text255 = Annotated[str, Field(max_length=255)]
-Symbol = Annotated[str, Field(max_length=25)]
-NonEmpty25 = Annotated[str, Field(min_length=1, max_length=25)]
-NonEmpty100 = Annotated[str, Field(min_length=1, max_length=100)]
-NonEmpty125 = Annotated[str, Field(min_length=1, max_length=125)]
-NonEmpty255 = Annotated[str, Field(min_length=1, max_length=255)]
+# Strings of at most so many characters (the formats' limits, or the store's), without
+# NUL: PostgreSQL's text types cannot hold it.
+_NO_NUL = r"^[^\x00]*$"
+Text16 = Annotated[str, Field(max_length=16, pattern=_NO_NUL)]
+Text32 = Annotated[str, Field(max_length=32, pattern=_NO_NUL)]
+Text64 = Annotated[str, Field(max_length=64, pattern=_NO_NUL)]
+Text128 = Annotated[str, Field(max_length=128, pattern=_NO_NUL)]
+Text200 = Annotated[str, Field(max_length=200, pattern=_NO_NUL)]
+Text249 = Annotated[str, Field(max_length=249, pattern=_NO_NUL)]
+Text255 = Annotated[str, Field(max_length=255, pattern=_NO_NUL)]
+Symbol = Annotated[str, Field(max_length=25, pattern=_NO_NUL)]
+NonEmpty25 = Annotated[str, Field(min_length=1, max_length=25, pattern=_NO_NUL)]
+NonEmpty100 = Annotated[str, Field(min_length=1, max_length=100, pattern=_NO_NUL)]
+NonEmpty125 = Annotated[str, Field(min_length=1, max_length=125, pattern=_NO_NUL)]
+NonEmpty255 = Annotated[str, Field(min_length=1, max_length=255, pattern=_NO_NUL)]
+ManifestPath = Annotated[str, Field(min_length=1, max_length=MAX_MANIFEST_PATH, pattern=_NO_NUL)]
+TestPath = Annotated[str, Field(min_length=1, max_length=MAX_TEST_PATH, pattern=_NO_NUL)]
 
 
 class RunShape(TypedDict, total=False):
@@ -182,19 +186,15 @@ _TASK = TypeAdapter(TaskShape).validator
 _STATUS = TypeAdapter(StatusShape).validator
 _RUNS = TypeAdapter(list[RunShape]).validator
 _PULSE = TypeAdapter(PulseShape).validator
-_TEST_PATHS = TypeAdapter(
-    dict[str, list[Annotated[str, Field(min_length=1, max_length=MAX_MANIFEST_PATH)]]],
-    config=ConfigDict(strict=True),
-).validator
+_TEST_PATHS = TypeAdapter(dict[str, list[ManifestPath]], config=ConfigDict(strict=True)).validator
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 
 # The decision task's artifacts: label → manifests, manifest → test paths.
-ManifestPath = Annotated[str, Field(min_length=1, max_length=MAX_MANIFEST_PATH)]
 _MANIFESTS_BY_TASK = TypeAdapter(
     dict[NonEmpty255, list[ManifestPath]], config=ConfigDict(strict=True)
 ).validator
 _TESTS_BY_MANIFEST = TypeAdapter(
-    dict[ManifestPath, list[Annotated[str, Field(min_length=1, max_length=MAX_TEST_PATH)]]],
+    dict[ManifestPath, list[TestPath]],
     config=ConfigDict(strict=True),
 ).validator
 
@@ -203,6 +203,7 @@ _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dict_type"})
 _PATTERNS = {
     TASK_ID_PATTERN: "should be a task id (a slugid of 22 characters)",
     TIMESTAMP_PATTERN: "should be an RFC 3339 date-time such as 2019-06-26T19:13:51.402Z",
+    _NO_NUL: "should not contain a NUL character",
 }
 
 
