@@ -114,6 +114,7 @@ class Settings(BaseSettings):
 
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
+    serve_workers: int | None = Field(None, ge=1, le=64)  # `sheriff serve` processes; None: CPUs
 
     @property
     def has_taskcluster_credentials(self) -> bool:

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import Response
 
 from sheriff.store import api_queries, queries
 from sheriff.web.api.deps import (
@@ -19,6 +20,8 @@ from sheriff.web.api.deps import (
     RepoId,
     RepoName,
     Revision,
+    json_answer,
+    rows_of,
     settings_of,
     taskcluster_task_url,
     treeherder_job_url,
@@ -108,7 +111,7 @@ def list_jobs(
     include: Annotated[
         list[Include], Query(description="add `manifests` and/or `test_paths` to each job")
     ] = [],  # noqa: B006
-) -> dict[str, Any]:
+) -> Response:
     """Jobs, newest first, narrowed by push, platform, result, label, manifest or test path."""
     filters = api_queries.JobFilter(
         push_id=push_id,
@@ -119,17 +122,16 @@ def list_jobs(
         test_paths=test_path[:20],
         failed_only=failed,
     )
-    return paging.page(
-        api_queries.list_jobs(
-            conn,
-            repo_id,
-            filters,
-            offset=paging.offset,
-            count=paging.count,
-            include_manifests="manifests" in include,
-            include_test_paths="test_paths" in include,
-        )
+    jobs = api_queries.list_jobs(
+        conn,
+        repo_id,
+        filters,
+        offset=paging.offset,
+        count=paging.count,
+        include_manifests="manifests" in include,
+        include_test_paths="test_paths" in include,
     )
+    return json_answer(paging.page(rows_of(JobOut, jobs)))
 
 
 @router.get("/project/{repo}/jobs/{job_id}/", response_model=JobDetailOut, tags=["jobs"])
@@ -169,22 +171,25 @@ def similar_jobs(
     match: Literal["any", "all"] = "any",
     pushes: Annotated[int, Query(ge=1, le=100, description="pushes up to the job's")] = 10,
     include: Annotated[list[Include], Query()] = [],  # noqa: B006
-) -> dict[str, Any]:
+) -> Response:
     """Jobs on the same platform configuration that ran any / all of this job's manifests
     over the last `pushes` pushes: the tasks a backfill would schedule."""
     ids = queries.similar_jobs(conn, job["id"], match=match, pushes=pushes)
-    return {
-        "job_id": job["id"],
-        "match": match,
-        "pushes": pushes,
-        "manifests": job["manifests"],
-        "results": api_queries.jobs_by_id(
-            conn,
-            ids,
-            include_manifests="manifests" in include,
-            include_test_paths="test_paths" in include,
-        ),
-    }
+    found = api_queries.jobs_by_id(
+        conn,
+        ids,
+        include_manifests="manifests" in include,
+        include_test_paths="test_paths" in include,
+    )
+    return json_answer(
+        {
+            "job_id": job["id"],
+            "match": match,
+            "pushes": pushes,
+            "manifests": list(job["manifests"]),
+            "results": rows_of(JobOut, found),
+        }
+    )
 
 
 @router.get("/verdicts", response_model=Page[VerdictOut], tags=["verdicts"])
