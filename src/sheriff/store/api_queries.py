@@ -448,7 +448,7 @@ class VerdictFilter:
     """What a verdict list may be narrowed to; empty fields do not filter."""
 
     repository_id: int | None = None
-    push_id: int | None = None
+    push_ids: list[int] | None = None  # a revision's pushes (one per repository at most)
     verdict: str | None = None
     policy: str | None = None
     state: str | None = None
@@ -497,8 +497,8 @@ def list_verdicts(
     stmt = _cases_select()
     if filters.repository_id is not None:
         stmt = stmt.where(push.c.repository_id == filters.repository_id)
-    if filters.push_id is not None:
-        stmt = stmt.where(triage_case.c.push_id == filters.push_id)
+    if filters.push_ids is not None:
+        stmt = stmt.where(triage_case.c.push_id.in_(filters.push_ids))
     if filters.verdict == PENDING:
         stmt = stmt.where(triage_case.c.verdict.is_(None))
     elif filters.verdict:
@@ -525,6 +525,14 @@ def case_of_job(conn: sa.Connection, job_row: dict[str, Any]) -> dict[str, Any] 
         return None
     row = conn.execute(_cases_select().where(triage_case.c.id == job_row["case_id"])).first()
     return _case_row(row) if row else None
+
+
+def pushes_of_revision(conn: sa.Connection, revision: str, repo_id: int | None) -> list[int]:
+    """The pushes of a revision: in one repository, or in every one that has it."""
+    stmt = sa.select(push.c.id).where(push.c.revision == revision)
+    if repo_id is not None:
+        stmt = stmt.where(push.c.repository_id == repo_id)
+    return list(conn.execute(stmt.order_by(push.c.id)).scalars())
 
 
 def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
@@ -560,7 +568,7 @@ class BackfillFilter:
     """What a backfill list may be narrowed to; empty fields do not filter."""
 
     repository_id: int | None = None
-    push_id: int | None = None
+    push_ids: list[int] | None = None  # a revision's pushes (one per repository at most)
     status: str | None = None
     source: str | None = None
     label: str | None = None
@@ -603,8 +611,8 @@ def list_backfills(
     )
     if filters.repository_id is not None:
         stmt = stmt.where(backfill_report.c.repository_id == filters.repository_id)
-    if filters.push_id is not None:
-        stmt = stmt.where(backfill_report.c.push_id == filters.push_id)
+    if filters.push_ids is not None:
+        stmt = stmt.where(backfill_report.c.push_id.in_(filters.push_ids))
     if filters.status:
         stmt = stmt.where(backfill_report.c.status == filters.status)
     if filters.source:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -30,6 +31,7 @@ JobId = Annotated[int, Path(ge=1, le=MAX_INT64)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "unknown repository, push or job"},
     422: {"description": "bad parameters"},
+    503: {"description": "busy: every database connection in use; retry after Retry-After"},
 }
 
 
@@ -55,6 +57,26 @@ def repo_id(repo: RepoName, conn: Conn) -> int:
 
 
 RepoId = Annotated[int, Depends(repo_id)]
+
+
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d:?\d\d)?")
+
+
+def date_time_only(value: Any) -> Any:
+    """A query's date-time as the schema says it (`format: date-time`): pydantic alone
+    would also take a number (`0.5`) for seconds since 1970."""
+    if isinstance(value, str) and not _DATE_TIME.fullmatch(value):
+        raise ValueError("not a date-time such as 2026-11-02T08:00:00Z")
+    return value
+
+
+def pushes_of(conn: sa.Connection, revision: str, repo_id: int | None) -> list[int]:
+    """The pushes a `revision` filter means: in `repo`, or in any repository without one
+    (a revision names one change wherever it landed); 404 when there is none."""
+    found = api_queries.pushes_of_revision(conn, revision, repo_id)
+    if not found:
+        raise HTTPException(404, f"unknown push {revision!r}")
+    return found
 
 
 class Pagination:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
+from pydantic import BeforeValidator
 
 from sheriff.store import api_queries, queries
 from sheriff.web.api.deps import (
@@ -20,7 +21,9 @@ from sheriff.web.api.deps import (
     RepoId,
     RepoName,
     Revision,
+    date_time_only,
     json_answer,
+    pushes_of,
     rows_of,
     settings_of,
     taskcluster_task_url,
@@ -214,7 +217,11 @@ def list_verdicts(
     policy: Annotated[str | None, Query(max_length=32, pattern=NO_NUL)] = None,
     state: Annotated[str | None, Query(max_length=16, pattern=NO_NUL)] = None,
     label: Text = None,
-    since: Annotated[datetime | None, Query(description="opened at or after")] = None,
+    since: Annotated[
+        datetime | None,
+        BeforeValidator(date_time_only),
+        Query(description="opened at or after (RFC 3339 date-time)"),
+    ] = None,
 ) -> dict[str, Any]:
     """Triage cases with their verdicts and evidence, most recently opened first."""
     filters = api_queries.VerdictFilter(
@@ -225,12 +232,7 @@ def list_verdicts(
         if filters.repository_id is None:
             raise HTTPException(404, f"unknown repository {repo!r}")
     if revision is not None:
-        if repo is None:
-            raise HTTPException(422, "revision needs repo")
-        found = api_queries.get_push(conn, filters.repository_id, revision)  # type: ignore[arg-type]
-        if found is None:
-            raise HTTPException(404, f"unknown push {revision!r}")
-        filters.push_id = found["id"]
+        filters.push_ids = pushes_of(conn, revision, filters.repository_id)
     return paging.page(
         api_queries.list_verdicts(conn, filters, offset=paging.offset, count=paging.count)
     )
