@@ -4,10 +4,11 @@ An attempt that got no answer (connection error, timeout) or a 5xx/429 answer is
 again after a wait drawn with "full jitter" (uniform between 0 and `backoff · 2^n`, capped:
 the scheme of AWS's "Exponential Backoff And Jitter"; the Taskcluster clients only vary
 each delay by ±25 %), so that many clients thrown off at once do not come back in step.
-A `Retry-After` header on a 429 or 503 (seconds, or an HTTP date) is a floor for the wait. Each call has a total budget: a
-wait that would end past it is not started, the call gives up at once with one line, and
-every attempt's timeout is cut to what remains of the budget, so a call never takes much
-longer than the budget whatever the server does. `retries` still bounds the attempts.
+A `Retry-After` header on a 429 or 503 (seconds, or an HTTP date) is a floor for the wait.
+Each call has a total budget: a wait that would end past it is not started, the call gives
+up at once with one line, and every attempt's timeout is cut to what remains of the
+budget, so a call never takes much longer than the budget whatever the server does.
+`retries` still bounds the attempts.
 
 Only reads are retried here. A write (triggerHook, cancelTask, a POST) is attempted once:
 whether it happened cannot be told from a lost answer, so the caller reconciles first
