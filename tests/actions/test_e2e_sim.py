@@ -329,30 +329,38 @@ _CRASH_AFTER_TRIGGER = textwrap.dedent(
 )
 
 
-def test_crash_between_trigger_hook_and_commit(
-    sim: Sim, engine: Engine, db_url: str, tmp_path: Path
+def _send_then_die(
+    sim: Sim, engine: Engine, url: str, key: str, task_id: str, task: dict, *, times: int
 ) -> None:
-    task_id, task = sim.failed_task()
+    """Enqueue a retrigger under `key`, then send it from a process that dies right after
+    triggerHook answered: the row stays `sending`."""
     repository, revision = sim.protocol().push_of_task(task_id)
-    decision_task_id = task["taskGroupId"]
     with engine.begin() as conn:
         log.enqueue(
             conn,
-            "crash",
+            key,
             "retrigger",
             repository=repository,
             revision=revision,
             task_id=task_id,
             labels=[task["metadata"]["name"]],
-            input={"times": 3},
+            input={"times": times},
         )
     crashed = subprocess.run(
-        [sys.executable, "-c", _CRASH_AFTER_TRIGGER, db_url, sim.root_url, "crash"],
+        [sys.executable, "-c", _CRASH_AFTER_TRIGGER, url, sim.root_url, key],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert crashed.returncode == 17, crashed.stderr
+
+
+def test_crash_between_trigger_hook_and_commit(
+    sim: Sim, engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    task_id, task = sim.failed_task()
+    decision_task_id = task["taskGroupId"]
+    _send_then_die(sim, engine, db_url, "crash", task_id, task, times=3)
     with engine.connect() as conn:
         assert log.get(conn, "crash").state == log.SENDING
     [action_task_id] = sim.action_tasks_for(decision_task_id, task_id)
@@ -373,30 +381,12 @@ def test_the_lease_setting_decides_when_a_stopped_send_is_reconciled(
     sim: Sim, tmp_path: Path
 ) -> None:
     task_id, task = sim.failed_task()
-    repository, revision = sim.protocol().push_of_task(task_id)
     env = _env(sim.root_url, tmp_path, TASKCLUSTER_CLIENT_ID=CLIENT_ID,
                TASKCLUSTER_ACCESS_TOKEN=ACCESS_TOKEN)  # fmt: skip
     url = env["SHERIFF_DATABASE_URL"]
     engine = db.open_database(url)
-    with engine.begin() as conn:
-        log.enqueue(
-            conn,
-            "stopped",
-            "retrigger",
-            repository=repository,
-            revision=revision,
-            task_id=task_id,
-            labels=[task["metadata"]["name"]],
-            input={"times": 2},
-        )
+    _send_then_die(sim, engine, url, "stopped", task_id, task, times=2)
     engine.dispose()
-    crashed = subprocess.run(
-        [sys.executable, "-c", _CRASH_AFTER_TRIGGER, url, sim.root_url, "stopped"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert crashed.returncode == 17, crashed.stderr
     args = ("retrigger", task_id, "--times", "2", "--live", "--key", "stopped")
 
     # Within a 60-minute lease the stopped process may still be sending: left alone.
