@@ -2,7 +2,9 @@
 
 Prints, per backend and layout: jobs/s ingested, bytes per job on disk (job rows, links
 and their indexes; shared strings — manifest and test paths, labels, platforms —
-excluded), and p50/p95 of the similar-jobs query. Run from the repository root:
+excluded), and p50/p95 of the similar-jobs query; first, how fast task definitions in
+`listTaskGroup`'s shape are checked and derived into jobs (the step before storing, in a
+triage pass and in `sheriff ingest tasks`). Run from the repository root:
 
     .venv/bin/python benchmarks/ingest.py [--jobs 1000000] [--backends sqlite,postgresql]
 """
@@ -22,8 +24,9 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic import Generator, Shape, test_paths
+from synthetic import Generator, Shape, listing_entry, test_paths
 
+from sheriff.ingest.taskgroup import parse_listing
 from sheriff.store import db, queries
 from sheriff.store.loader import Interner, load_jobs, load_push_manifests
 
@@ -294,14 +297,31 @@ def run_backend(backend: str, shape: Shape, batch: int, samples: int, workdir: P
     return results
 
 
+def parse_rate(shape: Shape, batch: int, limit: int = 200_000) -> tuple[int, float]:
+    """Task definitions (listTaskGroup entries) checked and derived into jobs per second."""
+    entries = [listing_entry(j) for j in Generator(shape).jobs()][:limit]
+    parsed, elapsed = 0, 0.0
+    for start in range(0, len(entries), batch):
+        page = entries[start : start + batch]
+        started = time.perf_counter()
+        parsed += len(parse_listing("decision", page).jobs)
+        elapsed += time.perf_counter() - started
+    return parsed, parsed / elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=200, help="similar-jobs queries timed")
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--parse-only", action="store_true", help="only the parsing figure")
     args = parser.parse_args()
     shape = Shape(jobs=args.jobs)
+    parsed, rate = parse_rate(Shape(jobs=min(args.jobs, 200_000)), args.batch)
+    print(f"parse: {parsed:,} listTaskGroup entries checked and derived, {rate:,.0f} jobs/s")
+    if args.parse_only:
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):

@@ -7,10 +7,12 @@ does, so manifest sets both recur and change.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import slugid
 
@@ -134,6 +136,96 @@ class Generator:
                 batch = []
         if batch:
             yield batch
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z") if moment else None
+
+
+def listing_entry(job: TaskJob) -> dict[str, Any]:
+    """The job as `listTaskGroup` shows its task: definition and status, in the real shape
+    (fields sheriff does not read included, as they cost parsing time)."""
+    definition = {
+        "provisionerId": job.task_queue_id.split("/")[0],
+        "workerType": job.task_queue_id.split("/")[1],
+        "taskQueueId": job.task_queue_id,
+        "schedulerId": "gecko-level-3",
+        "taskGroupId": job.task_group_id,
+        "dependencies": [job.task_group_id],
+        "requires": "all-completed",
+        "routes": [
+            f"tc-treeherder.v2.{job.push.repository}.{job.push.revision}.{job.push.pushlog_id}",
+            f"index.gecko.v2.{job.push.repository}.revision.{job.push.revision}.t.{job.label}",
+        ],
+        "priority": "low",
+        "retries": 5,
+        "created": _stamp(job.submit_time),
+        "deadline": _stamp(job.submit_time + timedelta(days=1)),
+        "expires": _stamp(job.submit_time + timedelta(days=28)),
+        "scopes": ["secrets:get:project/taskcluster/gecko/hgfingerprint"],
+        "payload": {
+            "command": ["/builds/worker/bin/run-task", "--", "test-linux.sh"],
+            "env": {
+                "MOZHARNESS_TEST_PATHS": json.dumps({"suite": list(job.manifests or ())}),
+                "MOZ_AUTOMATION": "1",
+                "GECKO_HEAD_REV": job.push.revision,
+            },
+            "maxRunTime": 5400,
+            "artifacts": {"public/logs/": {"type": "directory", "path": "/builds/logs/"}},
+        },
+        "metadata": {
+            "name": job.label,
+            "owner": job.who,
+            "source": "https://hg.mozilla.org/integration/autoland/file/tip/taskcluster",
+            "description": f"{job.label} ([Treeherder push](https://treeherder.mozilla.org))",
+        },
+        "tags": {
+            "kind": "test",
+            "label": job.label,
+            "retrigger": "true" if job.retriggerable else "false",
+            "test-type": job.test_type or "",
+        },
+        "extra": {
+            "parent": job.parent_task_id,
+            "treeherder": {
+                "machine": {"platform": job.machine_platform.platform},
+                "collection": {job.option_collection: True},
+                "groupName": job.group_name,
+                "groupSymbol": job.group_symbol,
+                "symbol": job.job_symbol,
+                "tier": job.tier,
+                "jobKind": job.job_kind,
+            },
+            "treeherder-platform": f"{job.machine_platform.platform}/{job.option_collection}",
+        },
+    }
+    state = {"testfailed": "failed", "success": "completed"}.get(job.result, "exception")
+    run = {
+        "runId": 0,
+        "state": state,
+        "reasonCreated": "scheduled",
+        "reasonResolved": state,
+        "workerGroup": "us-central1-b",
+        "workerId": "1234567890",
+        "takenUntil": _stamp(job.end_time),
+        "scheduled": _stamp(job.submit_time),
+        "started": _stamp(job.start_time),
+        "resolved": _stamp(job.end_time),
+    }
+    status = {
+        "taskId": job.task_id,
+        "provisionerId": definition["provisionerId"],
+        "workerType": definition["workerType"],
+        "taskQueueId": job.task_queue_id,
+        "schedulerId": "gecko-level-3",
+        "taskGroupId": job.task_group_id,
+        "deadline": definition["deadline"],
+        "expires": definition["expires"],
+        "retriesLeft": 5,
+        "state": state,
+        "runs": [run],
+    }
+    return {"task": definition, "status": status}
 
 
 def generate_jobs(n: int, batch_size: int = 10_000, **shape: object) -> Iterator[list[TaskJob]]:

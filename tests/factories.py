@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ def make_task(
     group: tuple[str, str] = ("Mochitests", "M"),
     symbol: str = "bc1",
     created: str = "2026-11-02T08:00:00.000Z",
-    task_group_id: str = "decision_task_group_id",
+    task_group_id: str | None = None,
     repository: str = "autoland",
     pushlog_id: int = 1,
     action: str | None = None,
@@ -41,7 +42,7 @@ def make_task(
     task.pop("provisionerId", None)
     task.pop("workerType", None)
     task["taskQueueId"] = queue
-    task["taskGroupId"] = task_group_id[:22]
+    task["taskGroupId"] = task_group_id or named_task_id("decision task group")
     task["created"] = created
     task["metadata"]["name"] = label
     task["routes"] = [f"tc-treeherder.v2.{repository}.{revision}.{pushlog_id}"]
@@ -69,6 +70,11 @@ def new_task_id() -> str:
     return slugid.nice()
 
 
+def named_task_id(name: str) -> str:
+    """A task id that is always the same for `name` (a real slugid, as Taskcluster makes)."""
+    return slugid.encode(uuid.uuid5(uuid.NAMESPACE_URL, f"sheriff-tests:{name}"))
+
+
 def task_on_push(
     push_index: int, label: str, platform: str, manifests: list[str] | None
 ) -> dict[str, Any]:
@@ -80,5 +86,5 @@ def task_on_push(
         platform=platform,
         manifests=manifests,
         created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
-        task_group_id=f"group{push_index:02d}".ljust(22, "x"),
+        task_group_id=named_task_id(f"group {push_index}"),
     )

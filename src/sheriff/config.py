@@ -78,8 +78,11 @@ class Settings(BaseSettings):
     )
     treeherder_url: str = "https://treeherder.mozilla.org"
     pulse_url: str | None = None  # amqp://… ; when set, ingestion listens to Pulse
-    http_timeout_seconds: float = 30.0
-    http_retries: int = 5
+    # Reads from Taskcluster and Treeherder (sheriff.ci.retry): each attempt's timeout, at
+    # most this many retries, and a total budget per call; writes are sent once.
+    http_timeout_seconds: float = Field(30.0, gt=0)
+    http_retries: int = Field(8, ge=0)
+    http_retry_budget_seconds: float = Field(30.0, ge=0)
 
     # Triage (SPEC §3).
     repositories: list[str] = ["autoland"]
@@ -106,10 +109,12 @@ class Settings(BaseSettings):
     backfill_timeout_hours: float | None = None
 
     # Actions.
-    actions_lease_minutes: int = 15  # a request left `sending` longer is checked, then resent
+    # A request left `sending` longer is reconciled with its task group, then resent.
+    actions_lease_minutes: float = Field(15, ge=0)
 
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
+    serve_workers: int | None = Field(None, ge=1, le=64)  # `sheriff serve` processes; None: CPUs
 
     @field_validator("policy")
     @classmethod

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from sheriff.actions.protocol import ActionsProtocol
+from sheriff.ci.retry import RetryPolicy
 from sheriff.ci.taskcluster import (
     TaskclusterError,
     TaskclusterNotFound,
     TaskclusterUnavailable,
-    TransportOptions,
 )
 
 DECISION = "f7Jj_h6MTEKr5Ln_7aFqbw"
@@ -158,7 +158,7 @@ class FakeClients:
         self.queue, self.index, self.auth = world.queue, world.index_service, world.auth
         self.hooks = self.hooks_once = world.hooks
         self.has_credentials = True
-        self.transport = TransportOptions(timeout_seconds=1, retries=2, backoff_seconds=0)
+        self.transport = RetryPolicy(timeout_seconds=1, retries=2, backoff_seconds=0)
 
     def latest_artifact(self, task_id: str, name: str) -> bytes:
         if (task_id, name) not in self.world.artifacts:

@@ -74,7 +74,7 @@ BREAKAGES: list[tuple[str, Callable[[FakeTaskcluster], None], str]] = [
     (
         "actions.json malformed",
         lambda w: w.artifacts.update({(DECISION, "public/actions.json"): b"[1, 2"}),
-        "is not JSON",
+        "public/actions.json of",
     ),
     (
         "wrong version",

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sheriff.actions import log
 from sheriff.actions.protocol import ActionsProtocol
 from sheriff.ci.taskcluster import paginate, taskcluster_clients
+from sheriff.store import db
 
 sim_server = pytest.importorskip("sheriff.sim.server", reason="the simulator is not built yet")
 
@@ -329,30 +330,38 @@ _CRASH_AFTER_TRIGGER = textwrap.dedent(
 )
 
 
-def test_crash_between_trigger_hook_and_commit(
-    sim: Sim, engine: Engine, db_url: str, tmp_path: Path
+def _send_then_die(
+    sim: Sim, engine: Engine, url: str, key: str, task_id: str, task: dict, *, times: int
 ) -> None:
-    task_id, task = sim.failed_task()
+    """Enqueue a retrigger under `key`, then send it from a process that dies right after
+    triggerHook answered: the row stays `sending`."""
     repository, revision = sim.protocol().push_of_task(task_id)
-    decision_task_id = task["taskGroupId"]
     with engine.begin() as conn:
         log.enqueue(
             conn,
-            "crash",
+            key,
             "retrigger",
             repository=repository,
             revision=revision,
             task_id=task_id,
             labels=[task["metadata"]["name"]],
-            input={"times": 3},
+            input={"times": times},
         )
     crashed = subprocess.run(
-        [sys.executable, "-c", _CRASH_AFTER_TRIGGER, db_url, sim.root_url, "crash"],
+        [sys.executable, "-c", _CRASH_AFTER_TRIGGER, url, sim.root_url, key],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert crashed.returncode == 17, crashed.stderr
+
+
+def test_crash_between_trigger_hook_and_commit(
+    sim: Sim, engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    task_id, task = sim.failed_task()
+    decision_task_id = task["taskGroupId"]
+    _send_then_die(sim, engine, db_url, "crash", task_id, task, times=3)
     with engine.connect() as conn:
         assert log.get(conn, "crash").state == log.SENDING
     [action_task_id] = sim.action_tasks_for(decision_task_id, task_id)
@@ -367,6 +376,29 @@ def test_crash_between_trigger_hook_and_commit(
     sim.settle()
     assert sim.action_tasks_for(decision_task_id, task_id) == [action_task_id]
     assert len(sim.created_by(decision_task_id, action_task_id)) == 3
+
+
+def test_the_lease_setting_decides_when_a_stopped_send_is_reconciled(
+    sim: Sim, tmp_path: Path
+) -> None:
+    task_id, task = sim.failed_task()
+    env = _env(sim.root_url, tmp_path, TASKCLUSTER_CLIENT_ID=CLIENT_ID,
+               TASKCLUSTER_ACCESS_TOKEN=ACCESS_TOKEN)  # fmt: skip
+    url = env["SHERIFF_DATABASE_URL"]
+    engine = db.open_database(url)
+    _send_then_die(sim, engine, url, "stopped", task_id, task, times=2)
+    engine.dispose()
+    args = ("retrigger", task_id, "--times", "2", "--live", "--key", "stopped")
+
+    # Within a 60-minute lease the stopped process may still be sending: left alone.
+    held = _sheriff({**env, "SHERIFF_ACTIONS_LEASE_MINUTES": "60"}, tmp_path, *args)
+    assert held.returncode != 0
+    assert "being sent by another process" in held.stderr and "lease (60 min)" in held.stderr
+    # With a lease of 0 the same command reconciles at once: sent, and sent once.
+    settled = _sheriff({**env, "SHERIFF_ACTIONS_LEASE_MINUTES": "0"}, tmp_path, *args)
+    assert settled.returncode == 0, settled.stderr
+    [action_task_id] = sim.action_tasks_for(task["taskGroupId"], task_id)
+    assert f"sent, action task {action_task_id}" in settled.stdout
 
 
 _SEND_AT = textwrap.dedent(

@@ -9,6 +9,7 @@ import pytest
 from sheriff.actions import errors
 from sheriff.actions.protocol import ActionsProtocol
 from sheriff.actions.strategies import REGISTRY, strategy
+from sheriff.ci.artifacts import ArtifactUnreadable
 from tests.actions.conftest import DECISION, ORIGINAL, REPO, REVISION, FakeTaskcluster
 
 
@@ -111,9 +112,16 @@ def test_missing_actions_json(world: FakeTaskcluster, protocol: ActionsProtocol)
         protocol.prepare("retrigger", decision_task_id=DECISION, task_id=ORIGINAL, input={})
 
 
-def test_malformed_actions_json(world: FakeTaskcluster, protocol: ActionsProtocol) -> None:
-    world.artifacts[(DECISION, "public/actions.json")] = b"{not json"
-    with pytest.raises(errors.ActionsJsonMalformed, match="is not JSON"):
+def test_actions_json_that_is_not_json_is_a_failed_download(
+    world: FakeTaskcluster, protocol: ActionsProtocol
+) -> None:
+    # Bytes that are not JSON are no actions.json: an outage to wait out, not a verdict.
+    for broken in (b"{not json", b"\x1f\x8b\x08\x00cut", b"\xff\xfe garbage"):
+        world.artifacts[(DECISION, "public/actions.json")] = broken
+        with pytest.raises(ArtifactUnreadable, match=r"public/actions\.json of .*: not "):
+            protocol.actions_json(DECISION)
+    world.artifacts[(DECISION, "public/actions.json")] = b"[1, 2]"
+    with pytest.raises(errors.ActionsJsonMalformed, match="is not a JSON object"):
         protocol.actions_json(DECISION)
 
 

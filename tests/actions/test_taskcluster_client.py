@@ -3,76 +3,35 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from sheriff.ci.retry import RetryPolicy
 from sheriff.ci.taskcluster import (
     TaskclusterAuthError,
     TaskclusterClients,
     TaskclusterError,
     TaskclusterNotFound,
     TaskclusterUnavailable,
-    TransportOptions,
     paginate,
     taskcluster_clients,
 )
-
-
-class _Server:
-    """Answers each request with the next scripted (status, body) and records it."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, object]] = []
-        self.seen: list[tuple[str, str, str | None]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                server.seen.append((self.command, self.path, self.headers.get("Authorization")))
-                status, body = server.script.pop(0) if server.script else (200, {})
-                if status == -1:  # too slow: the client must time out
-                    threading.Event().wait(1.0)
-                    status, body = 200, {}
-                data = json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and left, as it should
-
-            do_GET = do_POST = do_PUT = _answer
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+from tests.loopback import TOO_SLOW, ScriptedServer, scripted_server
 
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    fake = _Server()
-    thread = threading.Thread(target=fake.httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
+def server() -> Iterator[ScriptedServer]:
+    with scripted_server() as fake:
+        yield fake
 
 
 def _clients(url: str, **credentials: str) -> TaskclusterClients:
-    limits = TransportOptions(timeout_seconds=0.3, retries=2, backoff_seconds=0.01)
+    limits = RetryPolicy(timeout_seconds=0.3, retries=2, backoff_seconds=0.01)
     return taskcluster_clients(url, transport=limits, **credentials)
 
 
-def test_5xx_and_429_are_retried_then_succeed(server: _Server) -> None:
+def test_5xx_and_429_are_retried_then_succeed(server: ScriptedServer) -> None:
     server.script = [(503, {}), (429, {}), (200, {"taskId": "abc"})]
     found = _clients(server.url).index.findTask("gecko.v2.autoland.revision.r.taskgraph.decision")
     assert found == {"taskId": "abc"}
@@ -80,14 +39,16 @@ def test_5xx_and_429_are_retried_then_succeed(server: _Server) -> None:
     assert server.seen[0][1] == "/api/index/v1/task/gecko.v2.autoland.revision.r.taskgraph.decision"
 
 
-def test_persistent_5xx_gives_one_line(server: _Server) -> None:
+def test_persistent_5xx_gives_one_line(server: ScriptedServer) -> None:
     server.script = [(500, {"message": "boom\nstack…"})] * 3
-    with pytest.raises(TaskclusterUnavailable, match=r"HTTP 500: boom$"):
+    with pytest.raises(
+        TaskclusterUnavailable, match=r"HTTP 500: boom \(gave up after 3 attempts in [0-9.]+ s\)$"
+    ):
         _clients(server.url).queue.task("abc")
     assert len(server.seen) == 3
 
 
-def test_4xx_is_not_retried_and_is_typed(server: _Server) -> None:
+def test_4xx_is_not_retried_and_is_typed(server: ScriptedServer) -> None:
     server.script = [(404, {"message": "Task not found"})]
     with pytest.raises(TaskclusterNotFound, match="HTTP 404: Task not found"):
         _clients(server.url).queue.task("abc")
@@ -100,20 +61,20 @@ def test_4xx_is_not_retried_and_is_typed(server: _Server) -> None:
     assert len(server.seen) == 3
 
 
-def test_a_slow_server_times_out(server: _Server) -> None:
-    server.script = [(-1, {})] * 3
+def test_a_slow_server_times_out(server: ScriptedServer) -> None:
+    server.script = [(TOO_SLOW, {})] * 3
     with pytest.raises(TaskclusterUnavailable, match="ReadTimeout"):
         _clients(server.url).queue.task("abc")
 
 
-def test_hooks_once_never_retries(server: _Server) -> None:
+def test_hooks_once_never_retries(server: ScriptedServer) -> None:
     server.script = [(503, {})]
     with pytest.raises(TaskclusterUnavailable):
         _clients(server.url).hooks_once.triggerHook("g", "h", {})
     assert len(server.seen) == 1
 
 
-def test_credentials_sign_requests(server: _Server) -> None:
+def test_credentials_sign_requests(server: ScriptedServer) -> None:
     server.script = [(200, {"status": {"taskId": "x"}})]
     clients = _clients(server.url, client_id="sheriff-dev", access_token="sheriff-dev-token")
     assert clients.has_credentials
@@ -127,7 +88,7 @@ def test_credentials_sign_requests(server: _Server) -> None:
     assert server.seen[1][2] is None
 
 
-def test_paginate_follows_continuation_tokens(server: _Server) -> None:
+def test_paginate_follows_continuation_tokens(server: ScriptedServer) -> None:
     server.script = [
         (200, {"tasks": [1, 2], "continuationToken": "t1"}),
         (200, {"tasks": [3]}),
@@ -136,7 +97,7 @@ def test_paginate_follows_continuation_tokens(server: _Server) -> None:
     assert "continuationToken=t1" in server.seen[1][1]
 
 
-def test_latest_artifact_follows_the_redirect(server: _Server) -> None:
+def test_latest_artifact_follows_the_redirect(server: ScriptedServer) -> None:
     server.script = [(200, {"version": 1})]
     clients = _clients(server.url)
     assert json.loads(clients.latest_artifact("D", "public/actions.json")) == {"version": 1}

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sheriff.model.job import job_from_task
 from sheriff.store.loader import load_jobs
 from sheriff.store.schema import job, run_observation, triage_case
-from tests.factories import make_task, new_task_id
+from tests.factories import make_task, named_task_id, new_task_id
 
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 LABEL = "test-linux1804-64-qr/opt-mochitest-browser-chrome-1"
@@ -66,7 +66,7 @@ class FakeCI:
             manifests=manifests,
             action=action,
             created=(START + timedelta(minutes=12 * index)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-            task_group_id=f"decision{index:03d}".ljust(22, "x"),
+            task_group_id=named_task_id(f"decision {index}"),
         )
         run: dict[str, Any] | None = None
         if state == "completed":

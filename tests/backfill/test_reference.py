@@ -16,6 +16,7 @@ from sheriff.backfill.status import reports
 from sheriff.model.job import job_from_task
 from sheriff.store.loader import load_jobs
 from sheriff.store.schema import action_request, backfill_record
+from tests.factories import named_task_id
 
 ORIGINAL_TASK_ID = "KQ5qFIr7SPCY2sQN-lWVxw"
 NOW = datetime(2020, 3, 10, 12, 0, tzinfo=UTC)
@@ -38,7 +39,7 @@ def _load_history(
         task = copy.deepcopy(original)
         task["routes"] = [f"tc-treeherder.v2.autoland.{back:040x}.{pushlog_id - back}"]
         task["created"] = (created - timedelta(hours=back)).isoformat().replace("+00:00", "Z")
-        task["taskGroupId"] = f"decision{back}".ljust(22, "x")
+        task["taskGroupId"] = named_task_id(f"decision {back}")
         task_id = f"earlier{back}".ljust(21, "x") + "A"  # a slugid: 16 bytes in base64
         run = {"runId": 0, "state": earlier_state} if earlier_state else None
         jobs.append(job_from_task(task_id, task, 0, run))

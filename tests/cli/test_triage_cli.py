@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sheriff.sim.scenario import load_scenario
 from sheriff.sim.server import SimServer
+from tests.loopback import scripted_server
 from tests.triage.conftest import TINY
 
 SHERIFF = [sys.executable, "-m", "sheriff"]
@@ -125,3 +126,22 @@ def test_a_bad_scenario_is_one_line(tmp_path: Path) -> None:
     result = _run(["sim", "run", "--scenario", str(bad)], tmp_path)
     assert result.returncode != 0 and "pushes" in result.stderr
     assert result.stderr.strip().count("\n") == 0
+
+
+def test_an_outage_past_the_retry_budget_is_one_line(tmp_path: Path) -> None:
+    with scripted_server() as treeherder:
+        treeherder.script = [(503, {}, {"Retry-After": "1"})] * 10
+        env = {
+            "SHERIFF_TREEHERDER_URL": treeherder.url,
+            "TASKCLUSTER_ROOT_URL": treeherder.url,
+            "SHERIFF_HTTP_RETRY_BUDGET_SECONDS": "1.5",
+        }
+        started = time.monotonic()
+        result = _run(["triage", "--repo", "autoland", "--since", "1h"], tmp_path, **env)
+    assert time.monotonic() - started < 20
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith("sheriff: error: Treeherder /api/project/autoland/push/: HTTP 503")
+    assert "gave up after 2 attempts" in line and "retry budget of 1.5 s" in line

@@ -122,4 +122,4 @@ def test_failed_and_exception_runs_map_like_treeherder(pulse_data) -> None:
 
 def test_a_task_without_treeherder_config_is_rejected_with_reason() -> None:
     with pytest.raises(TaskShapeError, match=r"extra\.treeherder"):
-        job_from_task("x", {"metadata": {"name": "n"}, "extra": {}})
+        job_from_task("A35mWTRuQmyj88yMnIF0fA", {"metadata": {"name": "n"}, "extra": {}})

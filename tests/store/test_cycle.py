@@ -28,7 +28,7 @@ from sheriff.store.schema import (
     test_path,
     triage_case,
 )
-from tests.factories import make_task, new_task_id
+from tests.factories import make_task, named_task_id, new_task_id
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 OLD_ONLY, SHARED, NEW_ONLY = "old/browser.toml", "shared/browser.toml", "new/browser.toml"
@@ -58,7 +58,7 @@ def _load(engine, now: datetime) -> dict[str, list[int]]:
                 label=f"test-linux/opt-mochitest-{chunk}",
                 manifests=manifests,
                 created=_stamp(created + timedelta(minutes=chunk)),
-                task_group_id=f"group{index}".ljust(22, "x"),
+                task_group_id=named_task_id(f"group {index}"),
             )
             specs.append((age, job_from_task(new_task_id(), task, 0, {"state": "failed"})))
     ids: dict[str, list[int]] = {"old": [], "new": []}

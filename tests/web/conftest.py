@@ -36,7 +36,7 @@ from sheriff.store.schema import (
 )
 from sheriff.web import create_app
 from tests.conftest import IN_CI
-from tests.factories import make_task, new_task_id
+from tests.factories import make_task, named_task_id, new_task_id
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -87,7 +87,7 @@ def _job(
         platform=platform,
         manifests=manifests,
         created=stamp,
-        task_group_id=f"group{push_index:02d}".ljust(22, "x"),
+        task_group_id=named_task_id(f"group {push_index}"),
         action=action,
         symbol=label.rsplit("-", 1)[-1],
     )

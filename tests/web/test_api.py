@@ -121,6 +121,11 @@ def test_verdicts_with_filters(world, serve) -> None:
     assert later.json()["results"] == []
     earlier = api.get("/api/verdicts", params={"since": "2026-01-01T00:00:00+01:00"})
     assert len(earlier.json()["results"]) == 2
+    # A revision alone (the schema does not ask for repo with it) names its pushes anywhere.
+    alone = api.get("/api/verdicts", params={"revision": revision(3)})
+    assert alone.status_code == 200 and [v["job_id"] for v in alone.json()["results"]] == [
+        v["job_id"] for v in everything if v["revision"] == revision(3)
+    ]
 
 
 def test_bad_input_is_a_json_error_never_a_500(world, serve) -> None:
@@ -140,8 +145,11 @@ def test_bad_input_is_a_json_error_never_a_500(world, serve) -> None:
         f"/api/project/{REPO}/jobs/{world.jobs['p3-bc']}/similar/?pushes=0": 422,
         "/api/verdicts?verdict=maybe": 422,
         "/api/verdicts?since=yesterday": 422,
+        "/api/verdicts?since=0.5": 422,  # not seconds since 1970: the schema says date-time
+        "/api/verdicts?since=1700000000": 422,
         "/api/verdicts?repo=nosuchrepo": 404,
-        "/api/verdicts?revision=abc": 422,
+        "/api/verdicts?revision=abc": 404,  # a revision alone is a filter; this one is unknown
+        "/api/backfills?revision=abc": 404,
     }
     for path, status in cases.items():
         answer = api.get(path)
@@ -186,3 +194,7 @@ def test_backfills_with_window_and_culprit(world, serve) -> None:
     assert api.get("/api/backfills", params={"status": "open"}).json()["results"] == []
     assert api.get("/api/backfills/999999").status_code == 404
     assert api.get("/api/backfills", params={"repo": "nope"}).status_code == 404
+    alone = api.get("/api/backfills", params={"revision": revision(3)})
+    assert alone.status_code == 200 and [r["id"] for r in alone.json()["results"]] == [
+        world.report_id
+    ]

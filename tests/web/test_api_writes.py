@@ -86,3 +86,17 @@ def test_backfill_runs_the_same_manifests_on_earlier_pushes(engine, world, serve
         headers={"Authorization": f"Bearer {TOKEN}"},
     )
     assert oldest.status_code == 422
+
+
+def test_a_body_that_is_not_json_gets_a_documented_answer(engine, world, serve) -> None:
+    api = serve(api_token=TOKEN)
+    url = f"/api/project/{REPO}/jobs/{world.jobs['p3-bc']}/retrigger/"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    documented = api.get("/openapi.json").json()["paths"][
+        "/api/project/{repo}/jobs/{job_id}/retrigger/"
+    ]["post"]["responses"]
+    for body in (b"\x82O\x9egbf", b"{not json", b"[1, 2"):
+        answer = api.post(url, content=body, headers=headers)
+        assert str(answer.status_code) in documented, (body, answer.status_code)
+        assert answer.status_code in (400, 422) and "detail" in answer.json()
+    assert _requests(engine) == []

@@ -38,6 +38,11 @@ STATES = (REQUESTED, SENDING, SENT, FAILED, DRY_RUN)
 DEFAULT_LEASE = timedelta(minutes=15)
 
 
+def lease_of(settings: Any) -> timedelta:
+    """The lease `sheriff.config.Settings` asks for (`actions_lease_minutes`)."""
+    return timedelta(minutes=settings.actions_lease_minutes)
+
+
 @dataclass(frozen=True)
 class RequestRow:
     """One row of the request log."""

@@ -9,8 +9,6 @@ action task id. Each failure raises its own `ActionError` subclass.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +27,7 @@ from sheriff.actions.errors import (
     UnsupportedActionKind,
     UnsupportedActionsVersion,
 )
+from sheriff.ci.artifacts import artifact_json
 from sheriff.ci.taskcluster import (
     TaskclusterClients,
     TaskclusterError,
@@ -148,10 +147,9 @@ class ActionsProtocol:
                 f"decision task {decision_task_id} has no {ACTIONS_ARTIFACT}"
             ) from exc
         where = f"{ACTIONS_ARTIFACT} of {decision_task_id}"
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ActionsJsonMalformed(f"{where} is not JSON: {exc}") from exc
+        # Bytes that are not JSON are a failed download (ArtifactUnreadable, an outage:
+        # the request waits for the next pass), not a malformed actions.json.
+        data = artifact_json(raw, where)
         if not isinstance(data, dict):
             raise ActionsJsonMalformed(f"{where} is not a JSON object")
         if data.get("version") != model.SUPPORTED_VERSION:
@@ -280,10 +278,10 @@ class ActionsProtocol:
         `known_action_tasks()` (those other requests already own): found means sent.
         """
         hooks = self.clients.hooks_once
-        backoff = self.clients.transport.backoff_seconds
+        policy = self.clients.transport
         for attempt in range(self._hook_retries + 1):
             if attempt:
-                time.sleep(min(backoff * 2 ** (attempt - 1), 30.0))
+                policy.sleep(policy.backoff(attempt))
                 found = self.find_action_task(prepared, exclude=known_action_tasks())
                 if found:
                     return found

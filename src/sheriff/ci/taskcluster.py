@@ -1,10 +1,12 @@
 """Taskcluster clients: the official `taskcluster` API classes on a transport with limits.
 
-The official synchronous client sends requests without a timeout and retries only 5xx
-answers. Sheriff keeps the client's API surface (method names, routes, argument and
-pagination handling, Hawk signing) and replaces the one method that does the HTTP: every
-request has a timeout, is retried with backoff on connection errors, 5xx and 429, and a
-failure becomes a `TaskclusterError` whose message is one line naming the call.
+The official synchronous client sends requests without a timeout, retries only 5xx
+answers and ignores Retry-After. Sheriff keeps the client's API surface (method names,
+routes, argument and pagination handling, Hawk signing) and replaces the one method that
+does the HTTP: every request has a timeout; a read is retried on connection errors, 5xx
+and 429 as `sheriff.ci.retry` says (full jitter, Retry-After, a budget per call); a write
+is sent once; a failure becomes a `TaskclusterError` whose message is one line naming the
+call.
 
     clients = taskcluster_clients(root_url, client_id=..., access_token=...)
     task = call(clients.queue.task, task_id)
@@ -13,7 +15,6 @@ failure becomes a `TaskclusterError` whose message is one line naming the call.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -24,13 +25,18 @@ import requests
 import taskcluster
 from taskcluster import utils as tc_utils
 
+from sheriff.ci.retry import (
+    RETRYABLE_STATUS,
+    RetryableAnswer,
+    RetryPolicy,
+    policy_from_settings,
+    retry_after_of,
+)
 from sheriff.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class TaskclusterError(ServiceError):
@@ -54,26 +60,21 @@ class TaskclusterUnavailable(TaskclusterError):
     """No usable answer after every retry: connection errors, timeouts, 5xx, 429."""
 
 
-@dataclass(frozen=True)
-class TransportOptions:
-    """How patient to be with Taskcluster."""
-
-    timeout_seconds: float = 30.0
-    retries: int = 5
-    backoff_seconds: float = 0.1  # first delay; doubles per attempt, capped at 30s
-
-
 class _LimitedTransport:
     """Mixin replacing the official client's HTTP method; see the module docstring."""
 
     options: dict[str, Any]
-    transport: TransportOptions
+    transport: RetryPolicy
     session: requests.Session
+    # POST routes that only read (Auth `expandScopes`): safe to retry like a GET.
+    READING_POSTS: frozenset[str] = frozenset({"scopes/expand"})
 
     def _makeHttpRequest(self, method: str, route: str, payload: Any) -> Any:
         url = self._constructUrl(route)  # type: ignore[attr-defined]
         body = tc_utils.dumpJson(payload) if payload is not None else None
-        return _send(self, method, url, body)
+        reads = method.upper() in ("GET", "HEAD") or route.strip("/") in self.READING_POSTS
+        policy = self.transport if reads else self.transport.once()
+        return _send(self, policy, method, url, body)
 
 
 def _auth_headers(client: Any, method: str, url: str, body: str | None) -> dict[str, str]:
@@ -99,12 +100,28 @@ def _auth_headers(client: Any, method: str, url: str, body: str | None) -> dict[
     return headers
 
 
-def _send(client: Any, method: str, url: str, body: str | None) -> Any:
-    transport: TransportOptions = client.transport
+def _checked(what: str, url: str, response: requests.Response) -> requests.Response:
+    """The answer, or the error it is: retryable (5xx, 429) or final (other 4xx)."""
+    status = response.status_code
+    if status in RETRYABLE_STATUS:
+        error = _http_error(what, url, response)
+        raise RetryableAnswer(error, retry_after=retry_after_of(status, response.headers))
+    if status >= 400:
+        raise _http_error(what, url, response)
+    return response
+
+
+def _unreachable(what: str, url: str, exc: Exception) -> RetryableAnswer:
+    error = TaskclusterUnavailable(
+        f"Taskcluster unreachable: {what}: {exc.__class__.__name__}", url=url
+    )
+    return RetryableAnswer(error)
+
+
+def _send(client: Any, policy: RetryPolicy, method: str, url: str, body: str | None) -> Any:
     what = f"{method.upper()} {url}"
-    for attempt in range(transport.retries + 1):
-        if attempt:
-            time.sleep(min(transport.backoff_seconds * 2 ** (attempt - 1), 30.0))
+
+    def attempt(timeout: float) -> requests.Response:
         try:
             # Hawk headers carry a timestamp and nonce: sign every attempt afresh.
             response = client.session.request(
@@ -112,32 +129,24 @@ def _send(client: Any, method: str, url: str, body: str | None) -> Any:
                 url,
                 data=body,
                 headers=_auth_headers(client, method, url, body),
-                timeout=transport.timeout_seconds,
+                timeout=timeout,
                 allow_redirects=False,
             )
         except requests.RequestException as exc:
-            if attempt < transport.retries:
-                log.warning("retrying %s after %s", what, exc.__class__.__name__)
-                continue
-            raise TaskclusterUnavailable(
-                f"Taskcluster unreachable: {what}: {exc.__class__.__name__}", url=url
-            ) from exc
-        status = response.status_code
-        if status in RETRYABLE_STATUS and attempt < transport.retries:
-            log.warning("retrying %s after HTTP %s", what, status)
-            continue
-        if status >= 400:
-            raise _http_error(what, url, response)
-        if status == 204 or not response.content:
-            return None
-        if 300 <= status < 400:
-            return {"url": response.headers.get("Location")}
-        try:
-            # orjson: task-group pages are large, and decoding them dominated a triage pass.
-            return orjson.loads(response.content)
-        except orjson.JSONDecodeError as exc:
-            raise TaskclusterError(f"{what}: answer is not JSON", status=status, url=url) from exc
-    raise AssertionError("unreachable: the last attempt returns or raises")
+            raise _unreachable(what, url, exc) from exc
+        return _checked(what, url, response)
+
+    response = policy.call(attempt, what=what)
+    status = response.status_code
+    if status == 204 or not response.content:
+        return None
+    if 300 <= status < 400:
+        return {"url": response.headers.get("Location")}
+    try:
+        # orjson: task-group pages are large, and decoding them dominated a triage pass.
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError as exc:
+        raise TaskclusterError(f"{what}: answer is not JSON", status=status, url=url) from exc
 
 
 def _http_error(what: str, url: str, response: requests.Response) -> TaskclusterError:
@@ -181,7 +190,7 @@ class TaskclusterClients:
     hooks: Any
     auth: Any
     has_credentials: bool
-    transport: TransportOptions = field(default_factory=TransportOptions)
+    transport: RetryPolicy = field(default_factory=RetryPolicy)
     # Hooks without retries: triggering a hook twice may create two action tasks.
     hooks_once: Any = None
     session: requests.Session = field(repr=False, default_factory=requests.Session)
@@ -193,25 +202,16 @@ class TaskclusterClients:
     def latest_artifact(self, task_id: str, name: str) -> bytes:
         """The bytes of a task's latest artifact, following the queue's redirect."""
         url = self.artifact_url(task_id, name)
-        transport = self.transport
         what = f"artifact {name} of task {task_id}"
-        for attempt in range(transport.retries + 1):
-            if attempt:
-                time.sleep(min(transport.backoff_seconds * 2 ** (attempt - 1), 30.0))
+
+        def attempt(timeout: float) -> bytes:
             try:
-                response = self.session.get(url, timeout=transport.timeout_seconds)
+                response = self.session.get(url, timeout=timeout)
             except requests.RequestException as exc:
-                if attempt < transport.retries:
-                    continue
-                raise TaskclusterUnavailable(
-                    f"Taskcluster unreachable fetching {what}: {exc.__class__.__name__}", url=url
-                ) from exc
-            if response.status_code in RETRYABLE_STATUS and attempt < transport.retries:
-                continue
-            if response.status_code >= 400:
-                raise _http_error(what, url, response)
-            return response.content
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                raise _unreachable(f"fetching {what}", url, exc) from exc
+            return _checked(what, url, response).content
+
+        return self.transport.call(attempt, what=what)
 
     def close(self) -> None:
         self.session.close()
@@ -222,12 +222,12 @@ def taskcluster_clients(
     *,
     client_id: str | None = None,
     access_token: str | None = None,
-    transport: TransportOptions | None = None,
+    transport: RetryPolicy | None = None,
 ) -> TaskclusterClients:
     """Queue, Index, Hooks and Auth clients for `root_url`, signed when credentials are given."""
     if not root_url:
         raise TaskclusterError("no Taskcluster root URL: set TASKCLUSTER_ROOT_URL")
-    transport = transport or TransportOptions()
+    transport = transport or RetryPolicy()
     options: dict[str, Any] = {"rootUrl": root_url.rstrip("/"), "maxRetries": 0}
     if client_id and access_token:
         options["credentials"] = {"clientId": client_id, "accessToken": access_token}
@@ -258,9 +258,7 @@ def clients_from_settings(settings: Any) -> TaskclusterClients:
         settings.taskcluster_root_url,
         client_id=settings.taskcluster_client_id,
         access_token=settings.taskcluster_access_token,
-        transport=TransportOptions(
-            timeout_seconds=settings.http_timeout_seconds, retries=settings.http_retries
-        ),
+        transport=policy_from_settings(settings),
     )
 
 
@@ -279,10 +277,6 @@ def paginate(method: Callable[..., dict[str, Any]], *args: Any, key: str) -> Ite
 def single_attempt(client: Any) -> Any:
     """A copy of `client` that never retries: for calls that are unsafe to repeat blindly."""
     copy = type(client)(dict(client.options))
-    copy.transport = TransportOptions(
-        timeout_seconds=client.transport.timeout_seconds,
-        retries=0,
-        backoff_seconds=client.transport.backoff_seconds,
-    )
+    copy.transport = client.transport.once()
     copy.session = client.session
     return copy

@@ -1,21 +1,20 @@
 """Treeherder's REST API, as sheriff reads it: pushes, jobs, log parse status, bug suggestions.
 
-Every request has a timeout and is retried with backoff on connection errors, 5xx and
-429; anything else becomes a one-line `TreeherderError` naming the call.
+Every request has a timeout and is retried on connection errors, 5xx and 429 as
+`sheriff.ci.retry` says (full jitter, Retry-After, a budget per call); anything else
+becomes a one-line `TreeherderError` naming the call.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 import orjson
 
+from sheriff.ci.retry import RETRYABLE_STATUS, RetryableAnswer, RetryPolicy, retry_after_of
 from sheriff.errors import ServiceError
-
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class TreeherderError(ServiceError):
@@ -37,18 +36,15 @@ class Treeherder:
         self,
         base_url: str,
         *,
-        timeout_seconds: float = 30.0,
-        retries: int = 5,
-        backoff_seconds: float = 0.5,
+        policy: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.retries = retries
-        self.backoff_seconds = backoff_seconds
+        self.policy = policy or RetryPolicy()
         self.requests = 0
         self._http = httpx.Client(
             base_url=self.base_url,
-            timeout=timeout_seconds,
+            timeout=self.policy.timeout_seconds,
             headers={"User-Agent": "sheriff (automated CI sheriff)"},
             transport=transport,
             follow_redirects=True,
@@ -66,35 +62,31 @@ class Treeherder:
     def get(self, path: str, **params: Any) -> Any:
         """GET `path` (relative to the base URL) and return its JSON."""
         what = f"Treeherder {path}"
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(self.backoff_seconds * 2 ** (attempt - 1), 30.0))
+
+        def attempt(timeout: float) -> httpx.Response:
             self.requests += 1
             try:
-                response = self._http.get(path, params=params or None)
+                response = self._http.get(path, params=params or None, timeout=timeout)
             except httpx.HTTPError as exc:
-                if attempt < self.retries:
-                    continue
-                raise TreeherderUnavailable(
+                error = TreeherderUnavailable(
                     f"{what}: no answer from {self.base_url} ({exc.__class__.__name__})"
-                ) from exc
-            if response.status_code in RETRYABLE_STATUS and attempt < self.retries:
-                continue
-            if response.status_code in RETRYABLE_STATUS:
-                raise TreeherderUnavailable(
-                    f"{what}: HTTP {response.status_code} after {self.retries} retries",
-                    status=response.status_code,
                 )
-            if response.status_code >= 400:
+                raise RetryableAnswer(error) from exc
+            status = response.status_code
+            if status in RETRYABLE_STATUS:
+                error = TreeherderUnavailable(f"{what}: HTTP {status}", status=status)
+                raise RetryableAnswer(error, retry_after=retry_after_of(status, response.headers))
+            if status >= 400:
                 raise TreeherderError(
-                    f"{what}: HTTP {response.status_code}: {response.text[:200]!r}",
-                    status=response.status_code,
+                    f"{what}: HTTP {status}: {response.text[:200]!r}", status=status
                 )
-            try:
-                return orjson.loads(response.content)
-            except orjson.JSONDecodeError as exc:
-                raise TreeherderError(f"{what}: the answer is not JSON") from exc
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            return response
+
+        response = self.policy.call(attempt, what=what)
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise TreeherderError(f"{what}: the answer is not JSON") from exc
 
     def pushes(self, repo: str, *, since: int, until: int) -> Iterator[dict[str, Any]]:
         """Pushes whose `push_timestamp` (epoch seconds) is within [since, until], newest first."""

@@ -229,7 +229,8 @@ def _request(
                 f"(key {key}); nothing sent"
             )
             return
-        results = log.dispatch(engine, protocol, dry_run=not live, keys=[key])
+        lease = log.lease_of(settings())
+        results = log.dispatch(engine, protocol, dry_run=not live, keys=[key], lease=lease)
         with engine.connect() as conn:
             row = log.get(conn, key) or row
     finally:
@@ -246,7 +247,8 @@ def _request(
     elif row.state == log.SENDING and not results:
         raise ActionError(
             f"{strategy_name} {target}: request {key} is being sent by another process, or one "
-            "that stopped; it is reconciled with the task group once its lease (15 min) ends"
+            "that stopped; it is reconciled with the task group once its lease "
+            f"({settings().actions_lease_minutes:g} min) ends"
         )
     else:
         raise ActionError(f"{strategy_name} {target}: not sent yet: {row.reason}")

@@ -207,8 +207,12 @@ def _dispatch(engine: Any, record_id: int, *, live: bool, now: datetime) -> str:
     if not keys:
         return "nothing to send"
     from sheriff.cli.actions import _protocol
+    from sheriff.config import settings
 
-    results = log.dispatch(engine, _protocol(live), dry_run=not live, keys=keys, now=now)
+    lease = log.lease_of(settings())
+    results = log.dispatch(
+        engine, _protocol(live), dry_run=not live, keys=keys, lease=lease, now=now
+    )
     states = sorted({row.state for row in results})
     verb = "sent" if live else "dry run (add --live to send)"
     return f"{verb}: {len(results)} request(s) now {', '.join(states) or 'unchanged'}"

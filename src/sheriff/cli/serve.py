@@ -45,27 +45,40 @@ def database_to_serve(url: str, chosen: bool, folder: Path) -> tuple[str, str]:
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on (0: any free)."),
+    workers: int = typer.Option(
+        None, min=1, max=64, help="Worker processes (default: SHERIFF_SERVE_WORKERS, else CPUs)."
+    ),
 ) -> None:
     """Serve the REST API (/api, /openapi.json, /docs) and the dashboard (/)."""
+    import os
+
     import uvicorn
 
     from sheriff.config import settings
     from sheriff.store.db import open_database, redacted
-    from sheriff.web import create_app
 
     config = settings()
     url, note = database_to_serve(
         config.database_url, "database_url" in config.model_fields_set, Path.cwd()
     )
     sock = _listen(host, port)
-    engine = open_database(url)
+    # Migrate once here, before the workers start (they would only wait on each other).
+    open_database(url).dispose()
+    # A page of 500 jobs is a few megabytes of JSON: one process serialises one answer at
+    # a time (the GIL), so several processes are what lets concurrent readers scale.
+    count = workers or config.serve_workers or os.cpu_count() or 1
+    os.environ["SHERIFF_DATABASE_URL"] = url  # what each worker opens: the one chosen here
     bound = sock.getsockname()[1]
-    typer.echo(f"sheriff: serving {redacted(url)}{note} on http://{host}:{bound}/")
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(engine, config), fd=sock.fileno(), log_level="info")
+    typer.echo(
+        f"sheriff: serving {redacted(url)}{note} on http://{host}:{bound}/ ({count} workers)"
     )
     try:
-        server.run()
+        uvicorn.run(
+            "sheriff.web.app:app_from_settings",
+            factory=True,
+            fd=sock.fileno(),
+            workers=count,
+            log_level="info",
+        )
     finally:
         sock.close()
-        engine.dispose()

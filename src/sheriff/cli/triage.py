@@ -32,6 +32,7 @@ def triage(
     ),
 ) -> None:
     """Advance every open case: ingest what changed, retrigger what is needed, decide."""
+    from sheriff.ci.retry import policy_from_settings
     from sheriff.ci.taskcluster import clients_from_settings
     from sheriff.ci.treeherder import Treeherder
     from sheriff.config import settings
@@ -57,11 +58,7 @@ def triage(
     interval = parse_duration(every) if every else None
     engine = open_database(config.database_url)
     clients = clients_from_settings(config)
-    treeherder = Treeherder(
-        config.treeherder_url,
-        timeout_seconds=config.http_timeout_seconds,
-        retries=config.http_retries,
-    )
+    treeherder = Treeherder(config.treeherder_url, policy=policy_from_settings(config))
     runner = Triage(
         engine,
         config,

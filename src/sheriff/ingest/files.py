@@ -7,16 +7,16 @@ the file and the entry.
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from sheriff.ci.artifacts import gunzipped
 from sheriff.errors import InputError
 from sheriff.model.job import (
     PULSE_EXCHANGE_STATES,
@@ -24,6 +24,12 @@ from sheriff.model.job import (
     TaskJob,
     TaskShapeError,
     jobs_of_task,
+)
+from sheriff.model.task_shapes import (
+    check_manifests_by_task,
+    check_pulse_message,
+    check_status,
+    check_tests_by_manifest,
 )
 from sheriff.store.loader import (
     LoadStats,
@@ -37,20 +43,16 @@ from sheriff.store.schema import push, repository
 _ENTRY_KEY = re.compile(r'"([A-Za-z0-9_-]{22})"\s*:\s*\{')
 
 
-def gunzipped(raw: bytes) -> bytes:
-    """The bytes, decompressed when they are gzip (artifacts and files come both ways)."""
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-
-
 def read_json(path: Path) -> Any:
     """A JSON file, gzipped or not; errors name the file and, where it can, the entry."""
     try:
         text = gunzipped(path.read_bytes()).decode("utf-8")
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+    except (OSError, InputError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from exc
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        # orjson: strict JSON (no NaN), numbers in range, nesting at most 1,024 deep.
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
         keys = _ENTRY_KEY.findall(text, 0, exc.pos)
         where = f" (in the entry for task {keys[-1]})" if keys else ""
         raise InputError(
@@ -72,22 +74,23 @@ def _entries(path: Path, data: Any, what: str) -> list[tuple[str, Any]]:
 
 def parse_task_file(path: Path) -> tuple[list[TaskJob], dict[str, int]]:
     """Jobs from a file of task definitions (`{taskId: definition}`, or listTaskGroup's
-    `{"tasks": [{"task": …, "status": …}]}`); tasks Treeherder would not show are counted."""
+    `{"tasks": [{"task": …, "status": …}]}`); tasks Treeherder would not show are counted.
+    A malformed entry refuses the whole file, naming the entry and the field."""
     jobs: list[TaskJob] = []
     skipped: dict[str, int] = {}
     for key, entry in _entries(path, read_json(path), "task definitions"):
         if not isinstance(entry, Mapping):
-            raise InputError(f"{path}: entry {key}: expected a task definition object")
-        task, status = entry, None
-        if "task" in entry and "status" in entry:
-            task, status = entry["task"], entry["status"]
-        task_id = (status or {}).get("taskId", key)
+            raise InputError(f"{path}: entry {key[:40]}: expected a task definition object")
+        task, runs, task_id = entry, None, key
         try:
-            jobs.extend(jobs_of_task(task_id, task, (status or {}).get("runs")))
+            if "task" in entry and "status" in entry:
+                status = check_status(entry["status"])
+                task, runs, task_id = entry["task"], status.get("runs"), status["taskId"]
+            jobs.extend(jobs_of_task(task_id, task, runs))
         except NotATreeherderJob as exc:
             skipped[str(exc)] = skipped.get(str(exc), 0) + 1
         except TaskShapeError as exc:
-            raise InputError(f"{path}: task {task_id}: {exc}") from exc
+            raise InputError(f"{path}: task {task_id[:40]}: {exc}") from exc
     return jobs, skipped
 
 
@@ -96,22 +99,19 @@ def parse_pulse_file(path: Path) -> list[RunUpdate]:
     updates: list[RunUpdate] = []
     for key, message in _entries(path, read_json(path), "Pulse messages"):
         try:
-            exchange = message["exchange"]
-            if exchange not in PULSE_EXCHANGE_STATES:
-                raise InputError(f"{path}: message {key}: unknown exchange {exchange!r}")
-            payload = message["payload"]
-            run_id = int(payload["runId"])
-            status = payload["status"]
-            run = status["runs"][run_id]
-            task_id = status["taskId"]
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            checked = check_pulse_message(message, PULSE_EXCHANGE_STATES)
+        except TaskShapeError as exc:
             raise InputError(
-                f"{path}: message {key}: not a Taskcluster queue message ({exc!r} missing)"
+                f"{path}: message {key[:40]}: not a Taskcluster queue message: {exc}"
             ) from exc
+        run_id, status = checked["payload"]["runId"], checked["payload"]["status"]
+        run = status["runs"][run_id]
         # Runs created as an exception (deadline exceeded) are never shown (as Treeherder).
-        if run.get("reasonCreated") == "exception" and exchange.endswith("task-exception"):
+        if run.get("reasonCreated") == "exception" and checked["exchange"].endswith(
+            "task-exception"
+        ):
             continue
-        updates.append(RunUpdate(task_id, run_id, run))
+        updates.append(RunUpdate(status["taskId"], run_id, run))
     return updates
 
 
@@ -130,13 +130,11 @@ def ingest_pulse(engine: Engine, path: Path) -> LoadStats:
         return apply_run_updates(conn, updates)
 
 
-def _string_lists(path: Path, data: Any, what: str) -> dict[str, list[str]]:
-    if not isinstance(data, Mapping):
-        raise InputError(f"{path}: expected an object of {what}")
-    for key, value in data.items():
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError(f"{path}: entry {key!r}: expected a list of paths")
-    return {str(k): list(v) for k, v in data.items()}
+def _checked(check: Callable[[Any], dict[str, list[str]]], path: Path) -> dict[str, list[str]]:
+    try:
+        return check(read_json(path))
+    except TaskShapeError as exc:
+        raise InputError(f"{path}: {exc}") from exc
 
 
 def ingest_manifests(
@@ -147,10 +145,10 @@ def ingest_manifests(
     tests_by_manifest: Path | None,
 ) -> dict[str, int]:
     """Load a push's `manifests-by-task.json` and `tests-by-manifest.json` (plain or .gz)."""
-    by_label = _string_lists(manifests_by_task, read_json(manifests_by_task), "manifests by task")
+    by_label = _checked(check_manifests_by_task, manifests_by_task)
     tests: dict[str, list[str]] = {}
     if tests_by_manifest is not None:
-        tests = _string_lists(tests_by_manifest, read_json(tests_by_manifest), "tests by manifest")
+        tests = _checked(check_tests_by_manifest, tests_by_manifest)
     with engine.begin() as conn:
         push_id = conn.execute(
             sa.select(push.c.id)

@@ -9,6 +9,7 @@ will create are what a triage pass must count before asking for more.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,9 @@ from typing import Any
 from sheriff.actions.strategies import REGISTRY
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterNotFound, paginate
 from sheriff.model.job import NotATreeherderJob, TaskJob, TaskShapeError, jobs_of_task
+from sheriff.model.task_shapes import StatusShape, check_status
+
+log = logging.getLogger(__name__)
 
 UNRESOLVED = frozenset({"unscheduled", "pending", "running"})
 
@@ -45,6 +49,7 @@ class GroupListing:
     action_tasks: list[ActionTaskView]
     labels: dict[str, str]  # task id → label, for every task of the group
     skipped: int = 0
+    malformed: list[str] = field(default_factory=list)  # why each malformed task was skipped
     status_keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # of `jobs`' tasks
 
     def runs_to_come(self) -> Counter[str]:
@@ -70,27 +75,29 @@ def find_decision_task(clients: TaskclusterClients, repo: str, revision: str) ->
 
 
 def _action_view(task_id: str, task: Mapping[str, Any], state: str) -> ActionTaskView | None:
-    env = (task.get("payload") or {}).get("env") or {}
-    callback = env.get("ACTION_CALLBACK")
-    if not callback:
+    payload = task.get("payload")
+    env = payload.get("env") if isinstance(payload, Mapping) else None
+    callback = env.get("ACTION_CALLBACK") if isinstance(env, Mapping) else None
+    if not callback or not isinstance(callback, str):
         return None
     try:
         action_input = json.loads(env.get("ACTION_INPUT") or "{}")
-    except json.JSONDecodeError:
+    except (TypeError, ValueError, RecursionError):
         action_input = {}
+    target = env.get("ACTION_TASK_ID")
     return ActionTaskView(
         task_id=task_id,
         callback=callback,
-        target_task_id=env.get("ACTION_TASK_ID") or None,
+        target_task_id=target if isinstance(target, str) and target else None,
         input=action_input if isinstance(action_input, Mapping) else {},
         state=state,
     )
 
 
-def status_key(status: Mapping[str, Any]) -> tuple[Any, ...]:
+def status_key(status: StatusShape) -> tuple[Any, ...]:
     """What identifies a task's status: equal keys mean nothing new to store."""
-    runs = status.get("runs") or []
-    return (status.get("state"), len(runs), runs[-1].get("state") if runs else None)
+    runs = status.get("runs", [])
+    return (status.get("state"), len(runs), runs[-1]["state"] if runs else None)
 
 
 def parse_listing(
@@ -101,10 +108,21 @@ def parse_listing(
     """Jobs of the listed tasks; with `stored` (task id → status key of what is stored),
     only of the tasks whose status changed since."""
     listing = GroupListing(decision_task_id, [], [], {})
-    for entry in entries:
-        task, status = entry["task"], entry["status"]
+    for index, entry in enumerate(entries):
+        # One malformed entry must not stop triage of the push: it is skipped and logged,
+        # and the rest of the group is read.
+        try:
+            task, status = entry["task"], check_status(entry["status"])
+            if not isinstance(task, Mapping):
+                raise TaskShapeError("task: should be an object")
+        except (KeyError, TypeError, TaskShapeError) as exc:
+            listing.skipped += 1
+            listing.malformed.append(f"entry {index}: {exc}")
+            continue
         task_id = status["taskId"]
-        listing.labels[task_id] = (task.get("metadata") or {}).get("name", "")
+        metadata = task.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        listing.labels[task_id] = name if isinstance(name, str) else ""
         view = _action_view(task_id, task, status.get("state", "unscheduled"))
         if view is not None:
             listing.action_tasks.append(view)
@@ -116,9 +134,17 @@ def parse_listing(
             listing.jobs.extend(jobs_of_task(task_id, task, status.get("runs")))
         except NotATreeherderJob:
             listing.skipped += 1
-        except TaskShapeError:
-            # One malformed task must not stop triage of the push; it is simply not a job.
+        except TaskShapeError as exc:
             listing.skipped += 1
+            listing.malformed.append(f"task {task_id}: {exc}")
+    if listing.malformed:
+        # Once per listing, not per task: a group of bad tasks is one line in the log.
+        log.warning(
+            "task group %s: %d malformed tasks skipped (first: %s)",
+            decision_task_id,
+            len(listing.malformed),
+            listing.malformed[0],
+        )
     return listing
 
 

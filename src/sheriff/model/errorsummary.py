@@ -132,7 +132,7 @@ def parse_errorsummary(text: str) -> ErrorSummary:
             continue
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
             entry = None
         if not isinstance(entry, dict):
             cut = number == len(lines) and not text.endswith("\n")

@@ -9,13 +9,24 @@ parent, and the manifests it ran (`MOZHARNESS_TEST_PATHS`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import slugid
+
+from sheriff.model.task_shapes import (
+    MAX_OPTION_COLLECTION,
+    RunShape,
+    TaskShape,
+    TaskShapeError,
+    check_runs,
+    check_task,
+    check_task_id,
+    check_test_paths,
+)
 
 # Treeherder's job states, in the order a run moves through them; a message that would
 # move a job backwards (a late `pending` after `completed`) is stale.
@@ -40,8 +51,9 @@ PULSE_EXCHANGE_STATES = {
 }
 
 
-class TaskShapeError(ValueError):
-    """A task definition or status is malformed; the message says what."""
+# The parts of a `tc-treeherder` route: a repository name and a revision (hg or git).
+_PROJECT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_REVISION = re.compile(r"[0-9A-Za-z]{1,40}")
 
 
 class NotATreeherderJob(TaskShapeError):
@@ -129,14 +141,7 @@ class TaskJob:
         return self.label[:99]
 
 
-def parse_time(value: str | None) -> datetime | None:
-    """Taskcluster's ISO 8601 timestamps ("2019-06-26T19:13:51.402Z") as aware datetimes."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-
-
-def push_from_routes(routes: list[str]) -> PushRef | None:
+def push_from_routes(routes: Sequence[str]) -> PushRef | None:
     """The push of a task from its single `tc-treeherder` route, or None without one."""
     matching = [r for r in routes if r.split(".")[0] == "tc-treeherder"]
     if len(matching) != 1:
@@ -144,11 +149,19 @@ def push_from_routes(routes: list[str]) -> PushRef | None:
     parts = matching[0].split(".")
     # v2: tc-treeherder.v2.<project>.<revision>.<pushlog id>; v1: tc-treeherder.<project>.<rev>
     if parts[1] == "v2" and len(parts) >= 4:
-        pushlog = parts[4] if len(parts) > 4 else None
-        return PushRef(parts[2], parts[3], int(pushlog) if pushlog and pushlog.isdigit() else None)
-    if len(parts) >= 3:
-        return PushRef(parts[1], parts[2], None)
-    return None
+        project, revision, pushlog = parts[2], parts[3], parts[4] if len(parts) > 4 else None
+    elif len(parts) >= 3:
+        project, revision, pushlog = parts[1], parts[2], None
+    else:
+        return None
+    if not _PROJECT.fullmatch(project) or not _REVISION.fullmatch(revision):
+        raise TaskShapeError(f"route {matching[0][:120]!r} does not name a repository and revision")
+    pushlog_id = int(pushlog) if pushlog and pushlog.isdigit() else None
+    if pushlog_id is not None and pushlog_id >= 2**31:
+        raise TaskShapeError(
+            f"route {matching[0][:120]!r}: pushlog id {pushlog[:30]} is out of range"
+        )
+    return PushRef(project, revision, pushlog_id)
 
 
 def task_queue_id(task: Mapping[str, Any]) -> str:
@@ -163,16 +176,12 @@ def task_queue_id(task: Mapping[str, Any]) -> str:
 
 def manifests_from_env(task: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The manifests `MOZHARNESS_TEST_PATHS` (JSON `{suite: [paths]}`) says the task runs."""
-    raw = (task.get("payload") or {}).get("env", {}).get("MOZHARNESS_TEST_PATHS")
+    payload = task.get("payload")
+    env = payload.get("env") if isinstance(payload, Mapping) else None
+    raw = env.get("MOZHARNESS_TEST_PATHS") if isinstance(env, Mapping) else None
     if raw is None:
         return None
-    try:
-        by_suite = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        raise TaskShapeError(f"MOZHARNESS_TEST_PATHS is not JSON: {exc.msg}") from exc
-    if not isinstance(by_suite, dict) or not all(isinstance(v, list) for v in by_suite.values()):
-        raise TaskShapeError("MOZHARNESS_TEST_PATHS is not an object of lists")
-    return tuple(sorted({str(p) for paths in by_suite.values() for p in paths}))
+    return tuple(sorted({p for paths in check_test_paths(raw).values() for p in paths}))
 
 
 def option_collection(treeherder: Mapping[str, Any]) -> str:
@@ -181,21 +190,19 @@ def option_collection(treeherder: Mapping[str, Any]) -> str:
 
 
 def run_state_and_result(run: Mapping[str, Any] | None, job_kind: str) -> tuple[str, str]:
-    """Treeherder's (state, result) for a Taskcluster run (None: defined, not scheduled)."""
+    """Treeherder's (state, result) for a checked Taskcluster run (None: not scheduled)."""
     if run is None:
         return "unscheduled", "unknown"
-    tc_state = run.get("state", "unscheduled")
-    if tc_state in ("unscheduled", "pending", "running"):
-        return tc_state, "unknown"
-    if tc_state == "completed":
+    state = run["state"]
+    if state in ("pending", "running"):
+        return state, "unknown"
+    if state == "completed":
         pulse_result = "success"
-    elif tc_state == "failed":
+    elif state == "failed":
         pulse_result = "fail"
-    elif tc_state == "exception":
+    else:  # exception: a checked run has no other state
         reason = run.get("reasonResolved")
         pulse_result = reason if reason in ("canceled", "superseded") else "exception"
-    else:
-        raise TaskShapeError(f"run state {tc_state!r} is not a Taskcluster run state")
     results = _TEST_RESULTS if job_kind == "test" else _BUILD_RESULTS
     return "completed", results[pulse_result]
 
@@ -206,34 +213,45 @@ def job_from_task(
     run_id: int = 0,
     run: Mapping[str, Any] | None = None,
 ) -> TaskJob:
-    """Derive the job of run `run_id` of a task; `run` is that entry of the task's status."""
-    try:
-        return _job_from_task(task_id, task, run_id, run)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise TaskShapeError(
-            f"malformed task definition ({exc.__class__.__name__}: {exc})"
-        ) from exc
+    """Derive the job of run `run_id` of a task; `run` is that entry of the task's status.
+    A malformed definition or run is a `TaskShapeError` naming the field."""
+    check_task_id(task_id)
+    shape = _treeherder_task(task)
+    [checked] = check_runs([run]) if run is not None else [None]
+    return _job_from_task(task_id, shape, run_id, checked)
 
 
-def _job_from_task(
-    task_id: str, task: Mapping[str, Any], run_id: int, run: Mapping[str, Any] | None
-) -> TaskJob:
-    treeherder = (task.get("extra") or {}).get("treeherder")
+def _treeherder_task(task: Any) -> TaskShape:
+    """The checked definition of a task Treeherder would show, else `NotATreeherderJob`."""
+    if not isinstance(task, Mapping):
+        raise TaskShapeError("is not an object")
+    extra = task.get("extra")
+    treeherder = extra.get("treeherder") if isinstance(extra, Mapping) else None
     if not isinstance(treeherder, Mapping) or "symbol" not in treeherder:
         raise NotATreeherderJob("has no extra.treeherder configuration")
-    push = push_from_routes(list(task.get("routes") or []))
+    return check_task(task)
+
+
+def _job_from_task(task_id: str, task: TaskShape, run_id: int, run: RunShape | None) -> TaskJob:
+    """The job of a checked task and run (`check_task`, `check_runs`)."""
+    extra = task["extra"]
+    treeherder = extra["treeherder"]
+    push = push_from_routes(task.get("routes", []))
     if push is None:
         raise NotATreeherderJob("has no single tc-treeherder route naming its push")
-    submit_time = parse_time(task.get("created"))
-    if submit_time is None:
-        raise TaskShapeError("has no 'created' time")
-    tags = task.get("tags") or {}
-    machine = treeherder.get("machine") or {}
+    tags = task.get("tags", {})
+    machine = treeherder.get("machine", {})
     platform = Platform(
         os_name=machine.get("os", "-"),
         platform=machine.get("platform", task.get("workerType", "")),
         architecture=machine.get("architecture", "-"),
     )
+    collection = option_collection(treeherder)
+    if len(collection) > MAX_OPTION_COLLECTION:
+        raise TaskShapeError(
+            f"extra.treeherder: option collection {collection[:60]!r} is longer than "
+            f"{MAX_OPTION_COLLECTION} characters"
+        )
     job_kind = treeherder.get("jobKind", "other")
     state, result = run_state_and_result(run, job_kind)
     run = run or {}
@@ -247,35 +265,39 @@ def _job_from_task(
         machine_platform=platform,
         group_name=treeherder.get("groupName", "unknown"),
         group_symbol=treeherder.get("groupSymbol", "?"),
-        job_symbol=str(treeherder["symbol"]),
-        option_collection=option_collection(treeherder),
-        tier=int(treeherder.get("tier", 1)),
+        job_symbol=treeherder["symbol"],
+        option_collection=collection,
+        tier=treeherder.get("tier", 1),
         job_kind=job_kind,
         task_queue_id=task_queue_id(task),
         state=state,
         result=result,
         reason=treeherder.get("reason", "scheduled"),
-        who=(task.get("metadata") or {}).get("owner", "unknown"),
+        who=task["metadata"].get("owner", "unknown"),
         product_name=treeherder.get("productName", "unknown"),
         machine=run.get("workerId", "unknown"),
-        retriggerable=str(tags.get("retrigger", "")).lower() == "true",
+        retriggerable=tags.get("retrigger", "").lower() == "true",
         action=tags.get("action"),
-        parent_task_id=(task.get("extra") or {}).get("parent"),
+        parent_task_id=extra.get("parent"),
         test_type=tags.get("test-type"),
         manifests=manifests_from_env(task),
-        submit_time=submit_time,
-        start_time=parse_time(run.get("started")),
-        end_time=parse_time(run.get("resolved")),
+        submit_time=task["created"],
+        start_time=run.get("started"),
+        end_time=run.get("resolved"),
     )
 
 
 def jobs_of_task(
-    task_id: str, task: Mapping[str, Any], runs: list[Mapping[str, Any]] | None
+    task_id: str, task: Mapping[str, Any], runs: list[RunShape] | None
 ) -> list[TaskJob]:
     """Every run of a task as a job (one unscheduled job without runs); an exception run
-    followed by an automatic rerun is `retry`, as Treeherder shows it."""
-    listed: list[Mapping[str, Any] | None] = list(runs) if runs else [None]
-    jobs = [job_from_task(task_id, task, run_id, run) for run_id, run in enumerate(listed)]
+    followed by an automatic rerun is `retry`, as Treeherder shows it. `runs` are checked
+    already (`check_status`, `check_runs`); the definition is checked here
+    (`NotATreeherderJob` for a task Treeherder would not show)."""
+    check_task_id(task_id)
+    shape = _treeherder_task(task)
+    listed: list[RunShape | None] = list(runs) if runs else [None]
+    jobs = [_job_from_task(task_id, shape, run_id, run) for run_id, run in enumerate(listed)]
     last = len(listed) - 1
     return [
         replace(j, result="retry") if j.result == "exception" and j.run_id < last else j

@@ -25,9 +25,9 @@ from sheriff.model.job import (
     PushRef,
     TaskJob,
     TaskShapeError,
-    parse_time,
     run_state_and_result,
 )
+from sheriff.model.task_shapes import RunShape
 from sheriff.store.schema import (
     JOB_KINDS,
     job,
@@ -639,8 +639,8 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
             run_id=update.run_id,
             state=state,
             result=result,
-            start_time=parse_time(update.run.get("started")),
-            end_time=parse_time(update.run.get("resolved")),
+            start_time=update.run.get("started"),
+            end_time=update.run.get("resolved"),
         )
         if update.run_id > 0:
             # An automatic rerun: Treeherder shows the run before it as `retry`.
@@ -653,8 +653,8 @@ def apply_run_updates(conn: sa.Connection, runs: Sequence[RunUpdate]) -> LoadSta
 
 @dataclass(frozen=True)
 class RunUpdate:
-    """Run `run_id` of a stored task is now as `run` (an entry of the task's status runs)."""
+    """Run `run_id` of a stored task is now as `run` (a checked entry of its status runs)."""
 
     task_id: str
     run_id: int
-    run: Mapping[str, Any]
+    run: RunShape

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -32,6 +31,7 @@ from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.backfill.settings import backfill_settings
 from sheriff.backfill.status import pushes_to_watch
+from sheriff.ci.artifacts import artifact_json
 from sheriff.ci.taskcluster import (
     TaskclusterClients,
     TaskclusterError,
@@ -41,11 +41,15 @@ from sheriff.ci.taskcluster import (
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
-from sheriff.ingest.files import gunzipped
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
 from sheriff.model.history import configured as history_policy
 from sheriff.model.job import PushDetails, PushRef
 from sheriff.model.policy import Policy, UnknownPolicyError, get_policy
+from sheriff.model.task_shapes import (
+    TaskShapeError,
+    check_manifests_by_task,
+    check_tests_by_manifest,
+)
 from sheriff.store.history import PassCache
 from sheriff.store.loader import (
     Interner,
@@ -427,21 +431,25 @@ class Triage:
             if state.push_id in done or state.push_id not in with_jobs:
                 continue
             try:
-                by_label = self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
-                by_manifest = self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+                by_label = check_manifests_by_task(
+                    self._artifact_json(state.decision_task_id, MANIFESTS_BY_TASK)
+                )
+                by_manifest = check_tests_by_manifest(
+                    self._artifact_json(state.decision_task_id, TESTS_BY_MANIFEST)
+                )
             except TaskclusterNotFound:
                 continue  # not uploaded yet (decision task running), or never: asked again
-            except TaskclusterError as exc:
+            except (TaskclusterError, TaskShapeError) as exc:
+                # A failed download (no answer, garbage, a cut gzip, the wrong shape) is not
+                # an answer: nothing is stored, and the next pass asks again.
                 summary.deferred.append(f"manifests of {state.revision[:12]}: {exc}")
                 continue
             with self.engine.begin() as conn:
                 load_push_manifests(conn, state.push_id, by_label, by_manifest)
             self._manifests_done.add(state.push_id)
 
-    def _artifact_json(self, task_id: str, name: str) -> dict:
-        raw = self.clients.latest_artifact(task_id, name)
-        data = orjson.loads(gunzipped(raw))
-        return data if isinstance(data, dict) else {}
+    def _artifact_json(self, task_id: str, name: str) -> object:
+        return artifact_json(self.clients.latest_artifact(task_id, name), name)
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
         with self.engine.connect() as conn:
@@ -501,7 +509,11 @@ class Triage:
 
     def _send(self, summary: PassSummary, now: datetime) -> None:
         protocol = ActionsProtocol(self.clients)
-        for row in request_log.dispatch(self.engine, protocol, dry_run=not self.live, now=now):
+        lease = request_log.lease_of(self.settings)
+        rows = request_log.dispatch(
+            self.engine, protocol, dry_run=not self.live, lease=lease, now=now
+        )
+        for row in rows:
             if row.state == "sent":
                 summary.requests_sent += 1
             elif row.state == "dry-run":

@@ -8,6 +8,7 @@ Everything is kept in `run_observation`, and a finished observation is never fet
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,13 +19,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from sheriff.ci.artifacts import errorsummary_text
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
 from sheriff.ci.treeherder import Treeherder, parse_status
+from sheriff.errors import InputError
 from sheriff.model.case import ErrorSummaryState, errorsummary_artifact
 from sheriff.model.errorsummary import parse_errorsummary
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import job, job_type, run_observation
+
+log = logging.getLogger(__name__)
 
 FINAL_PARSE_STATUSES = frozenset({"parsed", "failed", "skipped-size"})
 # Requests in flight at once while a pass fetches: enough to keep the network (or the
@@ -189,11 +194,22 @@ class Observer:
             listing = self.clients.queue.listArtifacts(run.task_id, str(run.run_id))
         except TaskclusterError:
             return {}  # artifacts of a run still being uploaded: look again next pass
-        names = [a["name"] for a in listing.get("artifacts", [])]
+        artifacts = listing.get("artifacts") if isinstance(listing, dict) else None
+        names = [
+            a["name"]
+            for a in (artifacts if isinstance(artifacts, list) else [])
+            if isinstance(a, dict) and isinstance(a.get("name"), str)
+        ]
         name = errorsummary_artifact(names)
         if name is None:
             return {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}
-        text = self.clients.latest_artifact(run.task_id, name).decode("utf-8", "replace")
+        try:
+            text = errorsummary_text(self.clients.latest_artifact(run.task_id, name))
+        except (TaskclusterError, InputError) as exc:
+            # A failed download is never evidence (only a file read whole and found
+            # incomplete is): nothing is stored, and the next pass reads it again.
+            log.warning("%s of task %s run %s not read: %s", name, run.task_id, run.run_id, exc)
+            return {}
         summary = parse_errorsummary(text)
         return {
             "errorsummary": (

@@ -13,6 +13,46 @@ from sqlalchemy.engine import Engine
 
 from sheriff.config import Settings
 
+# Requests in flight at once per process: FastAPI runs routes in anyio's pool of 40
+# threads, and each request holds a database connection from start to end, so the engine
+# of a served app may open as many (beyond that a request waits, then gets a 503).
+API_CONNECTIONS = 40
+
+
+class ServerTiming:
+    """`Server-Timing: app;dur=<ms>` on every answer: the time until its headers went out.
+
+    Plain ASGI, not Starlette's BaseHTTPMiddleware, which copies every body through a
+    stream of its own (megabytes for a page of jobs with their test paths)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                elapsed = (time.perf_counter() - started) * 1000
+                header = (b"server-timing", f"app;dur={elapsed:.1f}".encode())
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        await self.app(scope, receive, timed)
+
+
+def app_from_settings() -> FastAPI:
+    """The app on the configured database: what each `sheriff serve` worker runs."""
+    from sheriff.config import settings
+    from sheriff.store.db import open_database
+
+    config = settings()
+    engine = open_database(config.database_url, connections=API_CONNECTIONS)
+    return create_app(engine, config)
+
 
 def default_protocol_factory(settings: Settings) -> Callable[[], Any]:
     """The actions protocol against the configured Taskcluster deployment."""
@@ -59,14 +99,16 @@ def create_app(
     app.mount("/static", StaticFiles(directory=dashboard.HERE / "static"), name="static")
     app.include_router(dashboard.router)
 
-    @app.middleware("http")
-    async def _server_timing(request: Request, call_next: Any) -> Any:
-        # Server time per answer, for browsers' dev tools and benchmarks/api.py.
-        started = time.perf_counter()
-        response = await call_next(request)
-        elapsed = (time.perf_counter() - started) * 1000
-        response.headers["Server-Timing"] = f"app;dur={elapsed:.1f}"
-        return response
+    app.add_middleware(ServerTiming)
+
+    @app.exception_handler(sqlalchemy.exc.TimeoutError)
+    def _busy(_: Request, exc: sqlalchemy.exc.TimeoutError) -> JSONResponse:
+        # Every connection of the pool was in use for its whole timeout: overloaded.
+        return JSONResponse(
+            {"detail": "busy: every database connection is in use; retry shortly"},
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
 
     @app.exception_handler(sqlalchemy.exc.DataError)
     def _data_error(_: Request, exc: sqlalchemy.exc.DataError) -> JSONResponse:

@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from sheriff.errors import InputError
+from sheriff.model.task_shapes import TASK_ID_PATTERN
 
 metadata = MetaData(
     naming_convention={
@@ -32,7 +33,7 @@ def string_enum(name: str, values: tuple[str, ...]) -> TypeEngine[str]:
 
 
 # 21 characters of 6 bits, then one whose low 4 bits are zero: 128 bits exactly.
-_SLUGID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+_SLUGID = re.compile(TASK_ID_PATTERN)
 
 
 def is_slugid(text: str) -> bool:

@@ -24,6 +24,7 @@ _bearer = HTTPBearer(auto_error=False, description="the `api_token` setting")
 
 WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
+    400: {"description": "the body is not JSON (FastAPI cannot parse it)"},
     401: {"description": "missing or wrong bearer token"},
     403: {"description": "writes are disabled: no api_token is configured"},
 }
@@ -85,6 +86,7 @@ def _submit(request: Request, requests: dict[str, dict[str, Any]]) -> dict[str, 
                 protocol_factory(),
                 dry_run=not settings.has_taskcluster_credentials,
                 keys=keys,
+                lease=log.lease_of(settings),
             )
     with engine.connect() as conn:
         rows = log.requests(conn, keys=keys)

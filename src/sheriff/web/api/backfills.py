@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query
 
 from sheriff.store import api_queries
-from sheriff.web.api.deps import ERRORS, MAX_INT64, NO_NUL, Conn, Paging
+from sheriff.web.api.deps import ERRORS, MAX_INT64, NO_NUL, Conn, Paging, pushes_of
 from sheriff.web.api.schemas import BackfillOut, Page
 
 router = APIRouter(prefix="/api", responses=ERRORS, tags=["backfills"])
@@ -30,12 +30,7 @@ def list_backfills(
         if filters.repository_id is None:
             raise HTTPException(404, f"unknown repository {repo!r}")
     if revision is not None:
-        if filters.repository_id is None:
-            raise HTTPException(422, "revision needs repo")
-        found = api_queries.get_push(conn, filters.repository_id, revision)
-        if found is None:
-            raise HTTPException(404, f"unknown push {revision!r}")
-        filters.push_id = found["id"]
+        filters.push_ids = pushes_of(conn, revision, filters.repository_id)
     return paging.page(
         api_queries.list_backfills(conn, filters, offset=paging.offset, count=paging.count)
     )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+import orjson
 import sqlalchemy as sa
 from fastapi import Depends, HTTPException, Path, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
 
 from sheriff.config import Settings
 from sheriff.store import api_queries
@@ -28,6 +32,7 @@ JobId = Annotated[int, Path(ge=1, le=MAX_INT64)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "unknown repository, push or job"},
     422: {"description": "bad parameters"},
+    503: {"description": "busy: every database connection in use; retry after Retry-After"},
 }
 
 
@@ -53,6 +58,26 @@ def repo_id(repo: RepoName, conn: Conn) -> int:
 
 
 RepoId = Annotated[int, Depends(repo_id)]
+
+
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d:?\d\d)?")
+
+
+def date_time_only(value: Any) -> Any:
+    """A query's date-time as the schema says it (`format: date-time`): pydantic alone
+    would also take a number (`0.5`) for seconds since 1970."""
+    if isinstance(value, str) and not _DATE_TIME.fullmatch(value):
+        raise ValueError("not a date-time such as 2026-11-02T08:00:00Z")
+    return value
+
+
+def pushes_of(conn: sa.Connection, revision: str, repo_id: int | None) -> list[int]:
+    """The pushes a `revision` filter means: in `repo`, or in any repository without one
+    (a revision names one change wherever it landed); 404 when there is none."""
+    found = api_queries.pushes_of_revision(conn, revision, repo_id)
+    if not found:
+        raise HTTPException(404, f"unknown push {revision!r}")
+    return found
 
 
 class Pagination:
@@ -99,6 +124,54 @@ class Links:
         return self.jobs(
             {"repo": repo, "revision": revision, "selectedTaskRun": f"{task_id}.{run}"}
         )
+
+
+# Fields whose lists many rows of a page share (the jobs of one manifest set).
+SHARED_LISTS = ("manifests", "test_paths")
+
+
+def rows_of(model: type[BaseModel], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows`, changed in place to hold exactly `model`'s fields (absent ones null), as its
+    validation would leave them: for answers sent by `json_answer`, which skips that.
+
+    A list that several rows hold (the same object: the test paths of one manifest set)
+    is serialised once and written as is for each of them: a page of 500 jobs holds
+    50,000 test paths, but a handful of distinct lists."""
+    if not rows:
+        return rows
+    names = model.model_fields.keys()
+    # The rows of one query share their keys: what to drop and add is known from one.
+    extra = [key for key in rows[0] if key not in names]
+    missing = [name for name in names if name not in rows[0]]
+    shared = [name for name in SHARED_LISTS if name in names]
+    done: dict[int, orjson.Fragment] = {}
+    for row in rows:
+        for key in extra:
+            row.pop(key, None)
+        for name in missing:
+            row.setdefault(name, None)
+        for name in shared:
+            value = row.get(name)
+            if isinstance(value, list):
+                fragment = done.get(id(value))
+                if fragment is None:
+                    fragment = done[id(value)] = orjson.Fragment(orjson.dumps(value))
+                row[name] = fragment
+    return rows
+
+
+def json_answer(data: Any) -> Response:
+    """`data` as JSON, serialised by orjson and sent as is.
+
+    For the big pages (500 jobs with their test paths are megabytes): FastAPI would
+    validate the answer against its response model and serialise it again, which took
+    most of the time of a request (benchmarks/api.py --load). The route keeps its
+    `response_model`, so the OpenAPI document is unchanged, and the data is shaped to it
+    (`rows_of`); tests/web/test_schemathesis.py checks every answer against the schema.
+    Stored times are UTC: naive ones (SQLite) are written with their `Z`, as aware ones.
+    """
+    options = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
+    return Response(orjson.dumps(data, option=options), media_type="application/json")
 
 
 def links_of(conn: sa.Connection, settings: Settings, repo: str) -> Links:

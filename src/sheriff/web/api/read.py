@@ -6,6 +6,8 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import Response
+from pydantic import BeforeValidator
 
 from sheriff.store import api_queries, queries
 from sheriff.web.api.deps import (
@@ -19,7 +21,11 @@ from sheriff.web.api.deps import (
     RepoId,
     RepoName,
     Revision,
+    date_time_only,
+    json_answer,
     links_of,
+    pushes_of,
+    rows_of,
     settings_of,
 )
 from sheriff.web.api.schemas import (
@@ -107,7 +113,7 @@ def list_jobs(
     include: Annotated[
         list[Include], Query(description="add `manifests` and/or `test_paths` to each job")
     ] = [],  # noqa: B006
-) -> dict[str, Any]:
+) -> Response:
     """Jobs, newest first, narrowed by push, platform, result, label, manifest or test path."""
     filters = api_queries.JobFilter(
         push_id=push_id,
@@ -118,17 +124,16 @@ def list_jobs(
         test_paths=test_path[:20],
         failed_only=failed,
     )
-    return paging.page(
-        api_queries.list_jobs(
-            conn,
-            repo_id,
-            filters,
-            offset=paging.offset,
-            count=paging.count,
-            include_manifests="manifests" in include,
-            include_test_paths="test_paths" in include,
-        )
+    jobs = api_queries.list_jobs(
+        conn,
+        repo_id,
+        filters,
+        offset=paging.offset,
+        count=paging.count,
+        include_manifests="manifests" in include,
+        include_test_paths="test_paths" in include,
     )
+    return json_answer(paging.page(rows_of(JobOut, jobs)))
 
 
 @router.get("/project/{repo}/jobs/{job_id}/", response_model=JobDetailOut, tags=["jobs"])
@@ -165,22 +170,25 @@ def similar_jobs(
     match: Literal["any", "all"] = "any",
     pushes: Annotated[int, Query(ge=1, le=100, description="pushes up to the job's")] = 10,
     include: Annotated[list[Include], Query()] = [],  # noqa: B006
-) -> dict[str, Any]:
+) -> Response:
     """Jobs on the same platform configuration that ran any / all of this job's manifests
     over the last `pushes` pushes: the tasks a backfill would schedule."""
     ids = queries.similar_jobs(conn, job["id"], match=match, pushes=pushes)
-    return {
-        "job_id": job["id"],
-        "match": match,
-        "pushes": pushes,
-        "manifests": job["manifests"],
-        "results": api_queries.jobs_by_id(
-            conn,
-            ids,
-            include_manifests="manifests" in include,
-            include_test_paths="test_paths" in include,
-        ),
-    }
+    found = api_queries.jobs_by_id(
+        conn,
+        ids,
+        include_manifests="manifests" in include,
+        include_test_paths="test_paths" in include,
+    )
+    return json_answer(
+        {
+            "job_id": job["id"],
+            "match": match,
+            "pushes": pushes,
+            "manifests": list(job["manifests"]),
+            "results": rows_of(JobOut, found),
+        }
+    )
 
 
 @router.get("/verdicts", response_model=Page[VerdictOut], tags=["verdicts"])
@@ -205,7 +213,11 @@ def list_verdicts(
     policy: Annotated[str | None, Query(max_length=32, pattern=NO_NUL)] = None,
     state: Annotated[str | None, Query(max_length=16, pattern=NO_NUL)] = None,
     label: Text = None,
-    since: Annotated[datetime | None, Query(description="opened at or after")] = None,
+    since: Annotated[
+        datetime | None,
+        BeforeValidator(date_time_only),
+        Query(description="opened at or after (RFC 3339 date-time)"),
+    ] = None,
 ) -> dict[str, Any]:
     """Triage cases with their verdicts and evidence, most recently opened first."""
     filters = api_queries.VerdictFilter(
@@ -216,12 +228,7 @@ def list_verdicts(
         if filters.repository_id is None:
             raise HTTPException(404, f"unknown repository {repo!r}")
     if revision is not None:
-        if repo is None:
-            raise HTTPException(422, "revision needs repo")
-        found = api_queries.get_push(conn, filters.repository_id, revision)  # type: ignore[arg-type]
-        if found is None:
-            raise HTTPException(404, f"unknown push {revision!r}")
-        filters.push_id = found["id"]
+        filters.push_ids = pushes_of(conn, revision, filters.repository_id)
     return paging.page(
         api_queries.list_verdicts(conn, filters, offset=paging.offset, count=paging.count)
     )
