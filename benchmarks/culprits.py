@@ -336,7 +336,11 @@ class _Isolated:
         else:
             push = world.push_by_revision(request["revision"])
             spec = push.graph.get(inp["label"])
-            manifests = tuple(inp.get("test_manifests") or ()) or (spec.manifests if spec else ())
+            # As mozharness reads MOZHARNESS_TEST_PATHS: the suite's entry, else the default.
+            paths = inp.get("test_manifests")
+            suite = world.scenario.suites[spec.suite].name if spec else ""
+            chosen = paths.get(suite) if isinstance(paths, dict) else None
+            manifests = tuple(chosen or ()) or (spec.manifests if spec else ())
             self._create(push, inp["label"], manifests, inp["times"])
 
     def _create(self, push: Any, label: str, manifests: tuple[str, ...], times: int) -> None:
@@ -349,15 +353,21 @@ class _Isolated:
                 spec,
                 parent=push.decision_task_id,
                 action="backfill-task",
+                action_tag="backfill-task",
                 manifests=tuple(manifests),
             )
             self.backfill_runs += 1
 
     def _advance_backfills(self) -> None:
         from sheriff.backfill import advance_backfills
+        from sheriff.sim.tasks import definition
 
         advance_backfills(
-            self.engine, now=self.world.now, actions=self._enqueue, settings=self.settings
+            self.engine,
+            now=self.world.now,
+            actions=self._enqueue,
+            settings=self.settings,
+            task_definition=lambda task_id: definition(self.world, self.world.tasks[task_id]),
         )
 
     def _metrics(self) -> dict[str, Any]:

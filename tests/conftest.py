@@ -26,6 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data"
 SCENARIOS = BUNDLED
 
+# No test may reach the real Firefox CI: whatever a test (or a command it starts) does not
+# point elsewhere goes to a closed port on loopback and fails at once.
+for _name in ("TASKCLUSTER_ROOT_URL", "SHERIFF_TREEHERDER_URL"):
+    os.environ.setdefault(_name, "http://127.0.0.1:9")
+
 POSTGRES_URL = os.environ.get(
     "SHERIFF_TEST_POSTGRES_URL", "postgresql+psycopg://root@127.0.0.1:5432/test"
 )

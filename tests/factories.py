@@ -36,14 +36,17 @@ def make_task(
     pushlog_id: int = 1,
     action: str | None = None,
     suite: str = "mochitest-browser-chrome",
+    parent: str | None = None,
 ) -> dict[str, Any]:
-    """A task definition like the real ones, changed where the caller says."""
+    """A task definition like the real ones, changed where the caller says; its parent is
+    the decision task (its group) unless an action task `parent` is named."""
     task = copy.deepcopy(_template())
     task.pop("provisionerId", None)
     task.pop("workerType", None)
     task["taskQueueId"] = queue
     task["taskGroupId"] = task_group_id or named_task_id("decision task group")
     task["created"] = created
+    task["extra"]["parent"] = parent or task["taskGroupId"]
     task["metadata"]["name"] = label
     task["routes"] = [f"tc-treeherder.v2.{repository}.{revision}.{pushlog_id}"]
     th = task["extra"]["treeherder"]
@@ -62,7 +65,7 @@ def make_task(
     env = task["payload"]["env"]
     env.pop("MOZHARNESS_TEST_PATHS", None)
     if manifests is not None:
-        env["MOZHARNESS_TEST_PATHS"] = json.dumps({suite: manifests})
+        env["MOZHARNESS_TEST_PATHS"] = json.dumps({suite: manifests}, sort_keys=True)
     return task
 
 

@@ -18,7 +18,7 @@ SAMPLE = [
     "tests/model/test_actions.py",
     "tests/model/test_job.py",
     "tests/sim/test_scenario.py",
-    "tests/sim/test_reference_shapes.py",
+    "tests/contract/test_formats.py",
     "tests/cli/test_ingest_cli.py",
 ]
 

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
         "https://firefox-ci-tc.services.mozilla.com",
         validation_alias=AliasChoices("TASKCLUSTER_ROOT_URL", "SHERIFF_TASKCLUSTER_ROOT_URL"),
     )
+    # A client that acts (--live) needs both in-tree action hooks' scopes, Gecko giving
+    # backfills their own permission: hooks:trigger-hook:project-gecko/in-tree-action-3-
+    # generic/* and …-backfill/*, and queue:cancel-task:gecko-level-3/* (docs/actions.md).
     taskcluster_client_id: str | None = Field(
         None,
         validation_alias=AliasChoices("TASKCLUSTER_CLIENT_ID", "SHERIFF_TASKCLUSTER_CLIENT_ID"),

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from sheriff.actions import log
 from sheriff.actions.protocol import ActionsProtocol
+from sheriff.actions.strategies import strategy
 from sheriff.ci.taskcluster import paginate, taskcluster_clients
 from sheriff.store import db
 
@@ -150,7 +151,8 @@ def test_retrigger_multiple_for_three_labels_creates_exactly_those(
     assert sim.action_task_state(push.decision_task_id, sent.action_task_id) == "completed"
     created = sim.created_by(push.decision_task_id, sent.action_task_id)
     assert sorted(t["metadata"]["name"] for t in created) == sorted(labels * 2)
-    assert {t["tags"]["action"] for t in created} == {"retrigger-multiple"}
+    # gecko actions/retrigger.py tags the clones `retrigger-multiple-task`.
+    assert {t["tags"]["action"] for t in created} == {"retrigger-multiple-task"}
     with sqlite_engine.connect() as conn:
         seen = [sent.action_task_id]
         assert log.runs_requested(conn, sim.repository, push.revision) == dict.fromkeys(labels, 2)
@@ -166,6 +168,7 @@ def test_backfill_task_with_manifests_runs_those_manifests(sim: Sim, sqlite_engi
     index = next(p.index for p in sim.server.world.pushes if p.revision == revision)
     earlier = sim.server.world.pushes[index - 2]
     wanted = _manifests(task)[:2]
+    (suite,) = json.loads(task["payload"]["env"]["MOZHARNESS_TEST_PATHS"])
     with sqlite_engine.begin() as conn:
         log.enqueue(
             conn,
@@ -175,12 +178,12 @@ def test_backfill_task_with_manifests_runs_those_manifests(sim: Sim, sqlite_engi
             revision=earlier.revision,
             task_id=None,
             labels=[task["metadata"]["name"]],
-            input={
-                "label": task["metadata"]["name"],
-                "revision": revision,
-                "test_manifests": wanted,
-                "times": 2,
-            },
+            input=strategy("backfill-task").build_input(
+                label=task["metadata"]["name"],
+                revision=revision,
+                test_manifests={suite: wanted},  # Gecko's MOZHARNESS_TEST_PATHS shape
+                times=2,
+            ),
         )
     [sent] = log.dispatch(sqlite_engine, protocol)
     assert sent.state == log.SENT, sent.reason
@@ -449,3 +452,24 @@ def test_two_processes_send_the_same_request_once(sim: Sim, postgres_server_url:
     [action_task_id] = sim.action_tasks_for(task["taskGroupId"], task_id)
     sim.settle()
     assert len(sim.created_by(task["taskGroupId"], action_task_id)) == 2
+
+
+def test_cli_retrigger_of_a_label_gecko_will_not_clone_needs_force(tmp_path: Path) -> None:
+    """A task without `retrigger: "true"` matches Gecko's disabled retrigger, which refuses
+    to clone unless `force`: sheriff says so instead of sending a request that fails."""
+    from sheriff.sim.scenario import parse_scenario
+    from tests.sim.conftest import tiny_data
+
+    data = tiny_data()
+    for suite in data["suites"]:
+        suite["retriggerable"] = False
+    with sim_server.SimServer(parse_scenario(data), port=0) as server:
+        server.advance(90)
+        task = next(t for t in server.world.tasks.values() if t.kind == "test")
+        env = _env(server.root_url, tmp_path)
+        refused = _sheriff(env, tmp_path, "retrigger", task.task_id)
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert "--force" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+        forced = _sheriff(env, tmp_path, "retrigger", task.task_id, "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert '"force": true' in forced.stdout and "dry run" in forced.stdout

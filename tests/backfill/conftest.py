@@ -22,6 +22,7 @@ from tests.factories import make_task, named_task_id, new_task_id
 
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 LABEL = "test-linux1804-64-qr/opt-mochitest-browser-chrome-1"
+SUITE = "mochitest-browser-chrome"  # the MOZHARNESS_TEST_PATHS key of LABEL's tasks
 A, B, C, D = "a/browser.toml", "b/browser.toml", "c/browser.toml", "d/browser.toml"
 TEST = "a/browser_regressed.js"
 LINE = f"TEST-UNEXPECTED-FAIL | {TEST} | expected true, got false"
@@ -43,6 +44,7 @@ class FakeCI:
     seed: int = 1
     sent: list[dict[str, Any]] = field(default_factory=list)
     created_runs: int = 0
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -68,12 +70,18 @@ class FakeCI:
             created=(START + timedelta(minutes=12 * index)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             task_group_id=named_task_id(f"decision {index}"),
         )
+        task_id = new_task_id()
+        self.definitions[task_id] = task
         run: dict[str, Any] | None = None
         if state == "completed":
             run = {"runId": 0, "state": "failed" if failed else "completed"}
         elif state == "running":
             run = {"runId": 0, "state": "running"}
-        return job_from_task(new_task_id(), task, 0, run)
+        return job_from_task(task_id, task, 0, run)
+
+    def definition(self, task_id: str) -> dict[str, Any]:
+        """`queue.task`: what the backfill engine reads the original's manifests from."""
+        return self.definitions[task_id]
 
     def add_runs(self, runs: list[tuple[int, list[str], str | None]]) -> list[int]:
         """Completed runs (push index, manifests, action) in one transaction; their job ids."""
@@ -178,7 +186,10 @@ class FakeCI:
                 ]
             else:
                 index = int(request["revision"], 16)
-                manifests = list(inp.get("test_manifests") or self.chunk(index))
+                # mozharness: the suite's entry of the object, else the default tests.
+                paths = inp.get("test_manifests")
+                chosen = paths.get(SUITE) if isinstance(paths, dict) else None
+                manifests = list(chosen or self.chunk(index))
                 runs = [(index, manifests, "backfill-task")] * inp["times"]
             self.add_runs(runs)
             self.created_runs += len(runs)

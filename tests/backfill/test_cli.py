@@ -20,16 +20,22 @@ from sheriff.backfill import (
 )
 from sheriff.store.db import open_database
 from sheriff.store.schema import backfill_report, job, triage_case
-from tests.backfill.conftest import START, A, B, FakeCI, revision
+from tests.backfill.conftest import LABEL, START, A, B, FakeCI, revision
+from tests.factories import make_task
+from tests.loopback import scripted_server
 
 SHERIFF = [sys.executable, "-m", "sheriff"]
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "SHERIFF_DATABASE_URL": f"sqlite:///{cwd / 'sheriff.db'}",
         "COLUMNS": "200",
+        # Nothing here may reach a real Taskcluster: a request fails at once unless a test
+        # serves one.
+        "TASKCLUSTER_ROOT_URL": "http://127.0.0.1:9",
+        **extra,
     }
     return subprocess.run(
         [*SHERIFF, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
@@ -48,7 +54,9 @@ def finished(tmp_path: Path) -> Path:
         open_report_for_case(conn, case, START, settings)
     now = START + timedelta(hours=1)
     for _ in range(8):
-        advance_backfills(engine, now=now, actions=ci.enqueue, settings=settings)
+        advance_backfills(
+            engine, now=now, actions=ci.enqueue, settings=settings, task_definition=ci.definition
+        )
         ci.run_requests()
         now += timedelta(minutes=30)
     engine.dispose()
@@ -146,13 +154,23 @@ def _ingested_task(tmp_path: Path, index: int) -> tuple[FakeCI, str]:
 
 def test_a_backfill_by_hand_takes_the_documented_defaults(tmp_path: Path) -> None:
     ci, task_id = _ingested_task(tmp_path, 20)
-    result = _run(["backfill", task_id], tmp_path)
-    assert result.returncode == 0, result.stderr
-    with ci.engine.connect() as conn:
-        report = conn.execute(sa.select(backfill_report)).one()
-    assert (report.strategy, report.same_manifests) == ("bisect", True)
-    by_label = _run(["backfill", task_id, "--by-label", "--strategy", "linear"], tmp_path)
-    assert by_label.returncode == 0, by_label.stderr
+    definition = make_task(revision=revision(20), label=LABEL, manifests=[A, B])
+    with scripted_server() as taskcluster:
+        # The original's definition (for its MOZHARNESS_TEST_PATHS), then nothing else
+        # exists: the dry run records what it cannot prepare, and sends nothing.
+        taskcluster.script = [(200, definition)] + [(404, {"code": "ResourceNotFound"})] * 20
+        env = {"TASKCLUSTER_ROOT_URL": taskcluster.url}
+        result = _run(["backfill", task_id], tmp_path, **env)
+        assert result.returncode == 0, result.stderr
+        with ci.engine.connect() as conn:
+            report = conn.execute(sa.select(backfill_report)).one()
+        assert (report.strategy, report.same_manifests) == ("bisect", True)
+        taskcluster.script = [(200, definition)] + [(404, {"code": "ResourceNotFound"})] * 20
+        by_label = _run(
+            ["backfill", task_id, "--by-label", "--strategy", "linear"], tmp_path, **env
+        )
+        assert by_label.returncode == 0, by_label.stderr
+    assert all(path.startswith("/api/") for _, path, _ in taskcluster.seen)
 
 
 def test_one_open_search_per_label_and_push(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sheriff.model import actions as model
+from sheriff.model.task_shapes import TaskShapeError
 
 
 def _load(reference: Path, name: str):
@@ -147,14 +148,38 @@ def test_action_task_signature_from_extra_and_from_env() -> None:
     signature = model.action_task_signature(from_extra)
     assert signature.matches("retrigger", "T", {"times": 2})
     assert not signature.matches("retrigger", "T", {"times": 3})
+    # As Gecko's .taskcluster.yml writes them: no tags.action, JSON-encoded environment.
     from_env = {
-        "tags": {"kind": "action-callback", "action": "retrigger-multiple"},
-        "payload": {"env": {"ACTION_INPUT": '{"requests": []}', "ACTION_TASK_ID": "null"}},
+        "tags": {"kind": "action-callback"},
+        "payload": {
+            "env": {
+                "ACTION_CALLBACK": "retrigger-multiple",
+                "ACTION_INPUT": '{"requests": []}',
+                "ACTION_TASK_ID": "null",
+            }
+        },
     }
     signature = model.action_task_signature(from_env)
     assert signature is not None and signature.name == "retrigger-multiple"
-    assert signature.task_id is None
+    assert signature.task_id is None and signature.callback == "retrigger-multiple"
+    targeted = {**from_env, "payload": {"env": {**from_env["payload"]["env"]}}}
+    targeted["payload"]["env"].update(ACTION_CALLBACK="retrigger", ACTION_TASK_ID='"T"')
+    assert model.action_task_signature(targeted).task_id == "T"
     assert model.action_task_signature({"tags": {"kind": "test"}}) is None
+
+
+def test_reference_action_tasks_decode_their_environment(reference: Path) -> None:
+    """The real action tasks (reference taskcluster_tasks.json) carry no tags.action and a
+    JSON-encoded ACTION_TASK_ID; their signature has the callback and the decoded target."""
+    tasks = json.loads((reference / "treeherder/pulse/taskcluster_tasks.json").read_text())
+    actions = [t for t in tasks.values() if t["tags"].get("kind") == "action-callback"]
+    assert actions
+    for task in actions:
+        assert "action" not in task["tags"]
+        signature = model.action_task_signature(task)
+        env = task["payload"]["env"]
+        assert signature is not None and signature.callback == env["ACTION_CALLBACK"]
+        assert signature.task_id == json.loads(env["ACTION_TASK_ID"])
 
 
 def test_push_and_manifests_of_the_reference_task(reference: Path) -> None:
@@ -164,11 +189,17 @@ def test_push_and_manifests_of_the_reference_task(reference: Path) -> None:
         "c7766d0b4a121985a8b07e6721d66ccab57bbf76",
     )
     assert model.treeherder_route_pushlog_id(task["routes"]) == 109591
-    assert model.task_manifests(task) == []  # a raptor task runs no manifests
+    from sheriff.model.job import mozharness_test_paths
+
+    assert mozharness_test_paths(task) is None  # a raptor task runs no manifests
     with_paths = {
         "payload": {"env": {"MOZHARNESS_TEST_PATHS": '{"xpcshell": ["a/x.toml", "b/y.toml"]}'}}
     }
-    assert model.task_manifests(with_paths) == ["a/x.toml", "b/y.toml"]
+    assert mozharness_test_paths(with_paths) == {"xpcshell": ["a/x.toml", "b/y.toml"]}
+    # A list is no object mozharness can look the suite up in: refused, not guessed at.
+    listed = {"payload": {"env": {"MOZHARNESS_TEST_PATHS": '["a/x.toml"]'}}}
+    with pytest.raises(TaskShapeError, match="MOZHARNESS_TEST_PATHS"):
+        mozharness_test_paths(listed)
 
 
 def test_repair_schema_reads_gecko_misplaced_item_properties(actions) -> None:
@@ -194,3 +225,37 @@ def test_repair_schema_leaves_correct_schemas_alone(actions) -> None:
     for action in actions:
         if "schema" in action and action["name"] != "retrigger-multiple":
             assert model.repair_schema(action["schema"]) == action["schema"]
+
+
+def test_backfill_task_takes_the_mozharness_test_paths_object_gecko_sends() -> None:
+    """Gecko's backfill-task schema says `test_manifests` is an array, yet Gecko's own
+    `backfill` sends it the decoded MOZHARNESS_TEST_PATHS object (input_for_support_action)
+    and mozharness only reads that shape: both validate, nothing else does."""
+    import jsonschema
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string"},
+            "test_manifests": {"type": "array", "items": {"type": "string"}, "default": []},
+        },
+    }
+    widened = model.widen_schema("backfill-task", schema)
+    validator = jsonschema.Draft7Validator(widened)
+    assert validator.is_valid({"label": "x", "test_manifests": {"xpcshell": ["a/x.toml"]}})
+    assert validator.is_valid({"label": "x", "test_manifests": ["a/x.toml"]})
+    assert not validator.is_valid({"label": "x", "test_manifests": {"xpcshell": "a/x.toml"}})
+    assert model.widen_schema("retrigger", schema) is schema
+
+
+def test_the_backfill_task_strategy_sends_the_object_and_refuses_a_list() -> None:
+    from sheriff.actions.strategies import strategy
+    from sheriff.errors import InputError
+
+    chosen = strategy("backfill-task")
+    sent = chosen.build_input(
+        label="L", revision="r", test_manifests={"xpcshell": ["b.toml", "a.toml"]}
+    )
+    assert sent["test_manifests"] == {"xpcshell": ["b.toml", "a.toml"]}
+    with pytest.raises(InputError, match="MOZHARNESS_TEST_PATHS"):
+        chosen.build_input(label="L", revision="r", test_manifests=["a.toml"])

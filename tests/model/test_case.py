@@ -46,7 +46,11 @@ def test_a_failed_unclassified_linux_test_with_a_summary_is_eligible() -> None:
         ({"is_action_task": True}, EligibilityStatus.NOT_A_CASE, None),
         ({"classification_id": None}, EligibilityStatus.UNDETERMINED, None),
         ({"classification_id": 4}, EligibilityStatus.CLASSIFIED, 1),
-        ({"classification_id": 7}, EligibilityStatus.CLASSIFIED, 1),
+        ({"classification_id": 2}, EligibilityStatus.CLASSIFIED, 1),
+        # Treeherder's own 6, 7 (mozci) and 8 (intermittents.py) are nobody's decision.
+        ({"classification_id": 7}, EligibilityStatus.ELIGIBLE, None),
+        ({"classification_id": 8}, EligibilityStatus.ELIGIBLE, None),
+        ({"retriggerable": False}, EligibilityStatus.NOT_ELIGIBLE, 5),
         ({"tier": 3}, EligibilityStatus.WRONG_TIER, 2),
         ({"state": "exception"}, EligibilityStatus.INFRA, 4),
         ({"errorsummary": ErrorSummaryState.UNKNOWN}, EligibilityStatus.UNDETERMINED, None),

@@ -336,3 +336,45 @@ def test_configured_thresholds_apply() -> None:
     runs = (done("r1", A), done("r2", A), done("r3", A))
     assert POLICY.decide(case(*runs)).kind is DecisionKind.VERDICT
     assert strict.decide(case(*runs)).kind is DecisionKind.RETRIGGER
+
+
+def test_at_the_cap_no_reproduction_and_nothing_before_is_no_regression() -> None:
+    """Five clean retriggers, the line never shown on an earlier push: however the other
+    configurations of this push failed (a flaky test with a high rate does that), the cap
+    does not make a regression of it."""
+    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=4) for ago in range(20, 0, -1))
+    history = CaseHistory(earlier=(*quiet, EarlierRuns(0, other_runs=9, other_shown=5)))
+    clean = [done(f"r{i}") for i in range(5)]
+    decision = POLICY.decide(case(*clean, history=history))
+    assert decision.p_regression is not None and decision.p_regression >= POLICY.at_cap
+    assert decision.verdict is Verdict.INTERMITTENT
+    assert "never shown on an earlier push" in decision.reason
+
+
+def test_an_unparsed_original_is_compared_by_its_errorsummarys_tests() -> None:
+    """Treeherder could not parse the original's log: the errorsummary's failing tests
+    stand in for its lines, retriggers whose lines name them reproduce it, and without
+    history to weigh the seed rule decides on every run."""
+    from sheriff.model.errorsummary import FailureKind, StructuredFailure
+
+    unparsed = RunEvidence(
+        "orig",
+        resolved=True,
+        result="testfailed",
+        log_unparsed=True,
+        structured_failures=(
+            StructuredFailure("dom/a/test_a.html", None, "FAIL", FailureKind.TEST),
+        ),
+    )
+    first = POLICY.decide(CaseEvidence(unparsed, history=NEUTRAL))
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
+    again = [done("r1", A), done("r2", A), *(done(f"r{i}") for i in range(3, 6))]
+    decision = POLICY.decide(CaseEvidence(unparsed, tuple(again), history=NEUTRAL))
+    assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 2
+    clean = [done("r1", OTHER), done("r2", A), *(done(f"r{i}") for i in range(3, 6))]
+    decision = POLICY.decide(CaseEvidence(unparsed, tuple(clean), history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 1
+    # Without an errorsummary either, there is nothing to compare: intermittent at once.
+    bare = replace(unparsed, structured_failures=())
+    decision = POLICY.decide(CaseEvidence(bare, history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT and "no failure line" in decision.reason

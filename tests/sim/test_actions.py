@@ -66,7 +66,15 @@ def test_retrigger_creates_tasks_only_when_the_action_task_completes(
     status = queue.status(action_id)["status"]
     assert status["state"] == "pending" and status["taskGroupId"] == target.push.decision_task_id
     action = queue.task(action_id)
-    assert action["tags"]["kind"] == "action-callback" and action["tags"]["action"] == "retrigger"
+    # Gecko's .taskcluster.yml: an action task's tags are only its kind (and who it is for);
+    # which action it runs is in extra.action.
+    assert action["tags"] == {
+        "createdForUser": action["tags"]["createdForUser"],
+        "kind": "action-callback",
+    }
+    assert action["extra"]["action"]["name"] == "retrigger"
+    assert action["extra"]["action"]["context"]["taskId"] == target.task_id
+    assert action["extra"]["action"]["context"]["clientId"] == "sheriff-dev"
     env = action["payload"]["env"]
     assert (
         env["ACTION_CALLBACK"] == "retrigger"
@@ -84,7 +92,7 @@ def test_retrigger_creates_tasks_only_when_the_action_task_completes(
         assert definition["metadata"]["name"] == target.label
         assert definition["taskGroupId"] == target.push.decision_task_id
         assert (
-            definition["tags"]["action"] == "retrigger"
+            definition["tags"]["action"] == "retrigger-task"  # gecko actions/retrigger.py
             and definition["extra"]["parent"] == action_id
         )
     counts = {(c["push_index"], c["label"]): c for c in sim.truth()["action_tasks"]}
@@ -109,8 +117,10 @@ def test_retrigger_multiple_and_add_new_jobs_are_push_level(
     sim.advance(10)
     created = _created_by(sim, answer["status"]["taskId"])
     assert sorted(t.label for t in created) == sorted(labels * 2)
-    assert {t.action for t in created} == {"retrigger-multiple"}
-    assert [t.label for t in _created_by(sim, added["status"]["taskId"])] == labels[:1]
+    assert {t.action_tag for t in created} == {"retrigger-multiple-task"}
+    new_jobs = _created_by(sim, added["status"]["taskId"])
+    assert [t.label for t in new_jobs] == labels[:1]
+    assert [t.action_tag for t in new_jobs] == [None]  # add-new-jobs tags nothing
 
 
 def test_an_unknown_label_fails_the_action_task(sim: SimServer, tc_options: dict[str, Any]) -> None:
@@ -122,17 +132,28 @@ def test_an_unknown_label_fails_the_action_task(sim: SimServer, tc_options: dict
     assert _created_by(sim, answer["status"]["taskId"]) == []
 
 
-def test_confirm_failures_runs_the_failing_manifests(
+def test_confirm_failures_runs_each_failing_test_in_a_cf_task(
     sim: SimServer, tc_options: dict[str, Any]
 ) -> None:
     target = _failed_test(sim, 2)
-    answer = trigger(sim, tc_options, "confirm-failures", target, 2, {"times": 1})
+    answer = trigger(sim, tc_options, "confirm-failures", target, 2, {})
     sim.advance(10)
-    (created,) = _created_by(sim, answer["status"]["taskId"])
-    env = taskcluster.Queue(tc_options).task(created.task_id)["payload"]["env"]
-    manifests = set(json.loads(env["MOZHARNESS_TEST_PATHS"]).popitem()[1])
-    failing = {sim.world.catalog.test_manifest[f.test] for f in target.runs[-1].outcome.failures}
-    assert manifests == failing
+    created = _created_by(sim, answer["status"]["taskId"])
+    failing = sorted({f.test for f in target.runs[-1].outcome.failures})
+    assert len(created) == len(failing)
+    queue = taskcluster.Queue(tc_options)
+    confirmed = set()
+    for task in created:
+        definition = queue.task(task.task_id)
+        assert definition["metadata"]["name"] == f"{target.label}-cf"
+        assert definition["tags"]["action"] == "confirm-failure"  # gecko confirm_failure.py
+        env = definition["payload"]["env"]
+        ((suite, groups),) = json.loads(env["MOZHARNESS_TEST_PATHS"]).items()
+        ((confirm_suite, tests),) = json.loads(env["MOZHARNESS_CONFIRM_PATHS"]).items()
+        assert suite == confirm_suite == sim.world.scenario.suites[target.spec.suite].name
+        assert groups == [sim.world.catalog.test_manifest[tests[0]]]
+        confirmed.update(tests)
+    assert sorted(confirmed) == failing
 
 
 def test_backfill_runs_the_label_with_its_manifests_on_earlier_pushes(
@@ -148,8 +169,17 @@ def test_backfill_runs_the_label_with_its_manifests_on_earlier_pushes(
         if t.kind == "action-callback" and t.action == "backfill-task"
     ]
     assert sorted(t.push.index for t in backfill_tasks) == [1, 2, 3]
-    sim.advance(10)
     queue = taskcluster.Queue(tc_options)
+    original = queue.task(target.task_id)
+    for action_task in backfill_tasks:
+        # input_for_support_action: the original's MOZHARNESS_TEST_PATHS, decoded
+        env = queue.task(action_task.task_id)["payload"]["env"]
+        support = json.loads(env["ACTION_INPUT"])
+        assert support["test_manifests"] == json.loads(
+            original["payload"]["env"]["MOZHARNESS_TEST_PATHS"]
+        )
+        assert support["revision"] == target.push.revision
+    sim.advance(10)
     for action_task in backfill_tasks:
         (created,) = _created_by(sim, action_task.task_id)
         definition = queue.task(created.task_id)
@@ -157,34 +187,59 @@ def test_backfill_runs_the_label_with_its_manifests_on_earlier_pushes(
         assert definition["metadata"]["name"] == target.label
         assert definition["tags"]["action"] == "backfill-task"
         assert definition["extra"]["parent"] == action_task.task_id
+        th = definition["extra"]["treeherder"]
+        assert th["symbol"].endswith(f"-{target.push.revision[:11]}-bk")
+        assert th["groupSymbol"].endswith("-bk")
         paths = json.loads(definition["payload"]["env"]["MOZHARNESS_TEST_PATHS"])
         assert next(iter(paths.values())) == list(target.manifests)
     assert sim.world.tasks[answer["taskId"]].state == "completed"
 
 
-def test_backfill_task_with_test_manifests_runs_exactly_those(
+def _backfill_task(sim: SimServer, options: dict[str, Any], label: str, **input: Any) -> list[Task]:
+    answer = trigger(sim, options, "backfill-task", None, 2, {"label": label, **input})
+    sim.advance(10)
+    return _created_by(sim, answer["status"]["taskId"])
+
+
+def test_backfill_task_with_the_suites_object_runs_exactly_those(
     sim: SimServer, tc_options: dict[str, Any]
 ) -> None:
     target = _failed_test(sim, 4)
-    wanted = list(target.manifests[:1])
-    answer = trigger(
-        sim,
-        tc_options,
-        "backfill-task",
-        None,
-        2,
-        {
-            "label": target.label,
-            "revision": target.push.revision,
-            "symbol": "x",
-            "test_manifests": wanted,
-            "times": 2,
-        },
+    suite = sim.world.scenario.suites[target.spec.suite].name
+    wanted = {suite: list(target.manifests[:1])}
+    created = _backfill_task(
+        sim, tc_options, target.label, revision=target.push.revision, test_manifests=wanted, times=2
     )
-    sim.advance(10)
-    created = _created_by(sim, answer["status"]["taskId"])
-    assert len(created) == 2 and all(t.manifests == tuple(wanted) for t in created)
-    assert all(t.push.index == 2 for t in created)
+    assert len(created) == 2 and all(t.manifests == tuple(wanted[suite]) for t in created)
+    assert all(t.push.index == 2 and t.action_tag == "backfill-task" for t in created)
+
+
+def test_backfill_task_with_a_list_runs_the_suites_default_tests(
+    sim: SimServer, tc_options: dict[str, Any]
+) -> None:
+    """Gecko writes test_manifests to MOZHARNESS_TEST_PATHS unchanged; mozharness looks the
+    suite up in it, finds none in a list and runs what the label runs on that push."""
+    target = _failed_test(sim, 4)
+    wanted = list(target.manifests[:1])
+    (created,) = _backfill_task(
+        sim, tc_options, target.label, revision=target.push.revision, test_manifests=wanted
+    )
+    assert created.manifests == sim.world.pushes[2].graph[target.label].manifests
+    definition = taskcluster.Queue(tc_options).task(created.task_id)
+    assert json.loads(definition["payload"]["env"]["MOZHARNESS_TEST_PATHS"]) == wanted
+    other_suite = _backfill_task(
+        sim, tc_options, target.label, test_manifests={"no-such-suite": wanted}
+    )
+    assert [t.manifests for t in other_suite] == [created.manifests]
+
+
+def test_backfill_task_of_a_missing_chunk_takes_chunk_one(
+    sim: SimServer, tc_options: dict[str, Any]
+) -> None:
+    label = next(lb for lb in sim.world.pushes[2].graph if lb.endswith("-1"))
+    (created,) = _backfill_task(sim, tc_options, label[:-1] + "99")
+    assert created.label == label  # backfill.new_label
+    assert created.action_tag is None  # no test_manifests: backfill_modifier tags nothing
 
 
 def test_without_test_manifests_a_label_runs_what_it_has_on_that_push(tiny: Any) -> None:
@@ -208,13 +263,71 @@ def test_without_test_manifests_a_label_runs_what_it_has_on_that_push(tiny: Any)
         assert created.manifests == sim.world.pushes[1].graph[label].manifests
 
 
+def test_backfill_actions_use_the_backfill_hook(sim: SimServer, tc_options: dict[str, Any]) -> None:
+    """gecko registry.py: hookId in-tree-action-<level>-<permission>/<hash>; backfill and
+    backfill-task have the `backfill` permission, and an action task run through another
+    permission's hook fails (sanity_check_task_scope)."""
+    from sheriff.sim.decision import HOOK_GROUP_ID, actions_json, hook_id
+
+    world = sim.world
+    push = world.pushes[2]
+    by_name = {a["name"]: a for a in reversed(actions_json(world, push)["actions"])}
+    for name in ("backfill", "backfill-task"):
+        assert by_name[name]["hookId"] == hook_id(world, "backfill")
+        assert by_name[name]["extra"] == {"actionPerm": "backfill"}
+    for name in ("retrigger", "retrigger-multiple", "add-new-jobs", "confirm-failures"):
+        assert by_name[name]["hookId"] == hook_id(world, "generic")
+    label = next(iter(push.graph))
+    payload = jsone.render(
+        by_name["backfill-task"]["hookPayload"],
+        {"taskGroupId": push.decision_task_id, "taskId": None, "input": {"label": label}},
+    )
+    hooks = taskcluster.Hooks(tc_options)
+    wrong = hooks.triggerHook(HOOK_GROUP_ID, hook_id(world, "generic"), payload)["taskId"]
+    right = hooks.triggerHook(HOOK_GROUP_ID, hook_id(world, "backfill"), payload)["taskId"]
+    scopes = taskcluster.Queue(tc_options).task(right)["scopes"]
+    assert scopes == ["assume:repo:hg.mozilla.org/integration/autoland:action:backfill"]
+    sim.advance(10)
+    assert world.tasks[wrong].state == "failed"
+    assert world.tasks[right].state == "completed"
+
+
+def test_retrigger_refuses_a_label_that_should_not_be_retriggered(
+    tc_options: dict[str, Any],
+) -> None:
+    """gecko retrigger.py: without the retrigger attribute, `retrigger` (its disabled
+    variant) exits 1 unless forced, and `retrigger-multiple` reruns the failed task."""
+    from sheriff.sim.scenario import parse_scenario
+    from tests.sim.conftest import tiny_data
+
+    data = tiny_data()
+    for suite in data["suites"]:
+        suite["retriggerable"] = False
+    with SimServer(parse_scenario(data)) as sim:
+        sim.advance(120)
+        options = {**tc_options, "rootUrl": sim.root_url}
+        target = _failed_test(sim, 3)
+        assert "retrigger" not in taskcluster.Queue(options).task(target.task_id)["tags"]
+        refused = trigger(sim, options, "retrigger", target, 3, {"times": 2})["taskId"]
+        forced = trigger(sim, options, "retrigger", target, 3, {"times": 1, "force": True})
+        runs = len(target.runs)
+        multiple = trigger(
+            sim, options, "retrigger-multiple", None, 3, {"requests": [{"tasks": [target.label]}]}
+        )
+        sim.advance(10)
+        assert sim.world.tasks[refused].state == "failed" and not _created_by(sim, refused)
+        assert len(_created_by(sim, forced["taskId"])) == 1
+        assert not _created_by(sim, multiple["taskId"])  # no clone: a rerun
+        assert len(target.runs) == runs + 1 and target.runs[-1].reason_created == "rerun"
+
+
 def test_trigger_hook_needs_a_valid_signature_and_the_scope(
     sim: SimServer, tc_options: dict[str, Any]
 ) -> None:
     push = sim.world.pushes[1]
     from sheriff.sim.decision import HOOK_GROUP_ID, hook_id
 
-    hook = hook_id(sim.world)
+    hook = hook_id(sim.world, "generic")
     from sheriff.sim.decision import actions_json
 
     action = next(
@@ -262,5 +375,8 @@ def test_scopes_expand_to_the_in_tree_action_scope(
     decision = taskcluster.Queue(tc_options).task(sim.world.pushes[0].decision_task_id)
     expanded = auth.expandScopes({"scopes": decision["scopes"]})["scopes"]
     assert "in-tree:hook-action:project-gecko/in-tree-action-3-*" in expanded
+    assert "in-tree:hook-action:project-gecko/in-tree-action-3-*" in decision["scopes"]
     current = auth.currentScopes()["scopes"]
-    assert "hooks:trigger-hook:project-gecko/in-tree-action-3-*" in current
+    # Both hooks' permissions: generic (retrigger, …) and backfill (backfill, backfill-task).
+    assert "hooks:trigger-hook:project-gecko/in-tree-action-3-generic/*" in current
+    assert "hooks:trigger-hook:project-gecko/in-tree-action-3-backfill/*" in current

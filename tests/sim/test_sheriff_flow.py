@@ -77,7 +77,7 @@ def test_retriggers_reproduce_regressions_and_not_intermittents(tiny: Scenario) 
             for entry in queue.listTaskGroup(group)["tasks"]:
                 task = entry["task"]
                 if (
-                    task["tags"].get("action") == "retrigger-multiple"
+                    task["tags"].get("action") == "retrigger-multiple-task"
                     and entry["status"]["state"] != "pending"
                 ):
                     for case_id, (label, seen) in cases.items():

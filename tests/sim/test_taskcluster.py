@@ -180,3 +180,58 @@ def test_the_async_client_works_too(sim: SimServer, tc_options: dict[str, Any]) 
     count, scopes = asyncio.run(scenario())
     assert count == len(sim.world.groups[sim.world.pushes[0].decision_task_id])
     assert "queue:cancel-task:gecko-level-3/*" in scopes
+
+
+def test_list_task_group_carries_the_groups_own_fields(
+    sim: SimServer, tc_options: dict[str, Any]
+) -> None:
+    """queue api.js listTaskGroup: taskGroupId, schedulerId, expires (the latest of its
+    tasks'); `sealed` only for a sealed group, which Gecko's never are."""
+    decision = sim.world.pushes[1].decision_task_id
+    page = taskcluster.Queue(tc_options).listTaskGroup(decision, query={"limit": 5})
+    assert page["taskGroupId"] == decision and page["schedulerId"] == "gecko-level-3"
+    expiries = [t["task"]["expires"] for t in page["tasks"]]
+    assert page["expires"] >= max(expiries)
+    assert "sealed" not in page and "continuationToken" in page
+
+
+def test_list_artifacts_pages_and_an_error_artifact_answers_424(tc_options: dict[str, Any]) -> None:
+    from sheriff.sim.artifacts import errorsummary_name
+    from sheriff.sim.entities import INFRA_NO_SUMMARY
+    from sheriff.sim.scenario import parse_scenario
+    from tests.sim.conftest import tiny_data
+
+    with SimServer(parse_scenario(tiny_data(infra_failure_rate=0.6))) as sim:
+        sim.advance(120)
+        options = {**tc_options, "rootUrl": sim.root_url}
+        queue = taskcluster.Queue(options)
+        decision = sim.world.pushes[1].decision_task_id
+        first = queue.listArtifacts(decision, "0", query={"limit": 2})
+        assert len(first["artifacts"]) == 2 and "continuationToken" in first
+        rest = queue.listArtifacts(
+            decision, "0", query={"continuationToken": first["continuationToken"]}
+        )
+        names = [a["name"] for a in first["artifacts"] + rest["artifacts"]]
+        assert names == [a["name"] for a in queue.listArtifacts(decision, "0")["artifacts"]]
+        assert "public/actions.json" in names
+        for task in sim.world.tasks.values():
+            if task.kind != "test" or task.runs[0].outcome.infra != INFRA_NO_SUMMARY:
+                continue
+            if task.runs[0].resolved is None:
+                continue
+            listed = queue.listArtifacts(task.task_id, "0")["artifacts"]
+            name = errorsummary_name(sim.world, task)
+            errors = [a for a in listed if a["name"] == name]
+            if not errors:
+                continue
+            assert errors[0]["storageType"] == "error"
+            answer = httpx.get(
+                f"{sim.root_url}/api/queue/v1/task/{task.task_id}/runs/0/artifacts/{name}"
+            )
+            assert answer.status_code == 424
+            assert answer.json() == {
+                "reason": "file-missing-on-worker",
+                "message": f"Artifact not found: {name}",
+            }
+            return
+        raise AssertionError("no run left an error artifact")

@@ -33,22 +33,30 @@ def test_pushes_newest_first_and_by_revision(sim: SimServer) -> None:
         assert {c["id"]: c["name"] for c in classifications}[4] == "intermittent"
 
 
-def test_a_job_appears_only_after_ingestion_and_parses_later(tiny: Any) -> None:
+def test_a_job_is_listed_from_pending_on_and_parses_once_completed(tiny: Any) -> None:
+    """taskcluster_pulse/handler.py: every Pulse message of a run updates its job; while the
+    run is pending or running the job's result is `unknown` and it has no logs."""
     with SimServer(tiny) as sim, httpx.Client(base_url=sim.root_url) as client:
         sim.advance(6)
         task = next(t for t in sim.world.tasks.values() if t.kind == "test")
-        assert jobs_of(client, task.task_id) == []
+        assert jobs_of(client, task.task_id) == []  # Treeherder learns of it a minute later
+        sim.advance(2.5)  # ingest delay is 1-2 minutes
+        (pending,) = jobs_of(client, task.task_id)
+        assert pending["state"] in ("pending", "running") and pending["result"] == "unknown"
+        logs = client.get("/api/project/autoland/job-log-url/", params={"job_id": pending["id"]})
+        assert logs.json() == []
         while task.runs[-1].resolved is None:
             sim.advance(1)
-        assert jobs_of(client, task.task_id) == []
-        sim.advance(2)  # ingest delay is 1-2 minutes
-        jobs = jobs_of(client, task.task_id)
-        assert len(jobs) >= 1
-        job = jobs[0]
-        assert job["task_id"] == task.task_id and job["retry_id"] == 0
-        assert job["job_type_name"] == task.label and job["state"] == "completed"
+        sim.advance(2)
+        job = next(j for j in jobs_of(client, task.task_id) if j["retry_id"] == 0)
+        assert job["id"] == pending["id"]  # one job per run, moved forward
+        assert job["task_id"] == task.task_id and job["state"] == "completed"
+        assert job["job_type_name"] == task.label and job["result"] != "unknown"
         assert job["push_revision"] == task.push.revision and job["duration"] >= 1
         logs = client.get("/api/project/autoland/job-log-url/", params={"job_id": job["id"]}).json()
+        if task.runs[0].state == "exception":
+            assert logs == []  # handle_task_exception: exception runs get no log
+            return
         assert {log["parse_status"] for log in logs} == {"pending"}
         sim.advance(3)  # parse delay is 2-3 minutes
         logs = client.get("/api/project/autoland/job-log-url/", params={"job_id": job["id"]}).json()
@@ -59,6 +67,22 @@ def test_a_job_appears_only_after_ingestion_and_parses_later(tiny: Any) -> None:
         assert job["id"] in [j["id"] for j in by_push["results"]]
 
 
+def test_exception_runs_have_no_logs(sim: SimServer) -> None:
+    world = sim.world
+    excepted = [
+        j
+        for j in world.jobs.values()
+        if j.state == "completed" and j.task.runs[j.run_id].state == "exception"
+    ]
+    assert excepted
+    with httpx.Client(base_url=sim.root_url) as client:
+        ids = [j.job_id for j in excepted]
+        assert client.get("/api/project/autoland/job-log-url/", params={"job_id": ids}).json() == []
+        rows = [jobs_of(client, j.task.task_id) for j in excepted]
+        results = {r["result"] for found in rows for r in found if r["id"] in ids}
+        assert results <= {"exception", "retry", "usercancel"}
+
+
 def test_bug_suggestions_carry_the_failure_lines(sim: SimServer) -> None:
     world = sim.world
     failing = [
@@ -66,6 +90,7 @@ def test_bug_suggestions_carry_the_failure_lines(sim: SimServer) -> None:
         for j in world.jobs.values()
         if j.task.kind == "test"
         and j.task.runs[j.run_id].outcome.failures
+        and j.parsed is not None
         and world.minutes >= j.parsed
     ]
     assert failing
@@ -88,10 +113,9 @@ def test_bug_suggestions_carry_the_failure_lines(sim: SimServer) -> None:
                     "failure_new_in_rev",
                 }
                 assert set(s["bugs"]) == {"open_recent", "all_others"}
-                if s["path_end"] in world.catalog.known_bug:
-                    assert (
-                        s["bugs"]["open_recent"][0]["id"] == world.catalog.known_bug[s["path_end"]]
-                    )
+                if s["path_end"] in world.catalog.known_bug and "CRASH" not in s["search"]:
+                    ids = [b["id"] for b in s["bugs"]["open_recent"]]
+                    assert world.catalog.known_bug[s["path_end"]] in ids
             job_json = jobs_of(client, job.task.task_id)
             assert job_json[0]["result"] in ("testfailed", "retry")
 
@@ -113,20 +137,35 @@ def test_same_failure_different_numbers_between_runs(sim: SimServer) -> None:
         assert len({line.split(" | ")[0] for line in lines}) == 1  # one status per test
 
 
-def test_classified_failures_show_classification_4(sim: SimServer) -> None:
-    classified = [
-        j
-        for j in sim.world.jobs.values()
-        if j.task.classified and j.task.runs[j.run_id].state == "failed"
-    ]
-    others = [j for j in sim.world.jobs.values() if not j.task.classified]
-    with httpx.Client(base_url=sim.root_url) as client:
-        for job in classified[:3]:
-            found = jobs_of(client, job.task.task_id)
-            assert next(j for j in found if j["id"] == job.job_id)["failure_classification_id"] == 4
-        for job in others[:3]:
+def test_a_person_classifies_some_failures_later(tiny: Any) -> None:
+    """Classified failures (classified_fraction) are 1 or 6 when first listed, and a
+    person's 2 or 4 (with a note) some time after the log is parsed."""
+    from sheriff.sim.truth import case_truth
+
+    with SimServer(tiny) as sim, httpx.Client(base_url=sim.root_url) as client:
+        seen_unclassified: set[int] = set()
+        for _ in range(40):
+            sim.advance(5)
+            for job in sim.world.jobs.values():
+                if job.task.classified and job.classification in (1, 6, 7, 8):
+                    seen_unclassified.add(job.job_id)
+        classified = [
+            j
+            for j in sim.world.jobs.values()
+            if j.task.classified and j.task.runs[j.run_id].state == "failed"
+        ]
+        assert classified
+        for job in classified:
+            expected = {"regression": 2, "infra": 5}.get(case_truth(job.task), 4)
             found = client.get(f"/api/project/autoland/jobs/{job.job_id}/").json()
-            assert found["failure_classification_id"] == 1
+            assert found["failure_classification_id"] == expected
+            assert job.job_id in seen_unclassified  # not a person's decision at first
+            (note,) = client.get(
+                "/api/project/autoland/note/", params={"job_id": job.job_id}
+            ).json()
+            assert note["failure_classification_id"] == expected and note["who"].endswith(".com")
+        others = [j for j in sim.world.jobs.values() if not j.task.classified]
+        assert {j.classification for j in others} <= {1, 6, 7, 8}
 
 
 def test_counter_and_new_in_rev_follow_treeherders_line_cache(sim: SimServer) -> None:
@@ -134,7 +173,8 @@ def test_counter_and_new_in_rev_follow_treeherders_line_cache(sim: SimServer) ->
 
     world = sim.world
     parsed = sorted(
-        (j for j in world.jobs.values() if j.line_history is not None), key=lambda j: j.parsed
+        (j for j in world.jobs.values() if j.line_history is not None),
+        key=lambda j: j.parsed or 0.0,
     )
     seen: dict[str, int] = {}
     first_push: dict[str, int] = {}
@@ -148,3 +188,129 @@ def test_counter_and_new_in_rev_follow_treeherders_line_cache(sim: SimServer) ->
             repeated += suggestion["counter"] > 0
             seen[key] = seen.get(key, 0) + 1
     assert repeated  # some lines (e.g. timeouts) repeat exactly
+
+
+def test_at_most_40_error_lines_per_log() -> None:
+    """treeherder/log_parser/parsers.py stops at settings.MAX_ERROR_LINES (40)."""
+    from sheriff.sim.artifacts import failure_lines
+    from sheriff.sim.scenario import parse_scenario
+    from tests.sim.conftest import tiny_data
+
+    data = tiny_data(
+        pushes=2,
+        regressions=[{"push": 0, "tests": 60, "platforms": "all", "fail_rate": 1.0}],
+    )
+    data["suites"] = [
+        {
+            "name": "xpcshell",
+            "group_symbol": "X",
+            "group_name": "Xpcshell tests",
+            "symbol": "X",
+            "chunks": 1,
+            "manifests": 2,
+            "tests_per_manifest": 30,
+            "duration_minutes": [10, 15],
+        }
+    ]
+    with SimServer(parse_scenario(data)) as sim, httpx.Client(base_url=sim.root_url) as client:
+        sim.advance(60)
+        job = next(
+            j
+            for j in sim.world.jobs.values()
+            if j.task.kind == "test" and j.line_history is not None
+        )
+        assert len(failure_lines(sim.world, job.task, job.task.runs[job.run_id])) > 40
+        answer = client.get(f"/api/project/autoland/jobs/{job.job_id}/bug_suggestions/").json()
+        assert len(answer) == 40
+
+
+def test_treeherder_marks_new_failures_6_and_intermittents_8() -> None:
+    """etl/artifact.py: a parsed failure with a line never seen is 6; intermittents.py: a
+    failed job whose failing groups passed in at least half their runs on its push and
+    the ones before is 8, and back to 6 (or 1) when later runs contradict it."""
+    from sheriff.sim.etl import job_family
+    from sheriff.sim.scenario import load_scenario
+
+    with SimServer(load_scenario("small")) as sim:
+        world = sim.world
+        marked: dict[int, list[int]] = {}
+        for _ in range(60):
+            sim.advance(10)
+            for job in world.jobs.values():
+                history = marked.setdefault(job.job_id, [])
+                if not history or history[-1] != job.classification:
+                    history.append(job.classification)
+        failed = [
+            j
+            for j in world.jobs.values()
+            if j.task.kind == "test" and j.task.runs[j.run_id].state == "failed" and j.groups
+        ]
+        assert failed
+        for job in failed:
+            # A new line moved it off 1 (to 6, then maybe 8 and back); no new line, no 6.
+            assert (job.classification != 1) if job.new_failure else (job.classification != 6)
+        eights = [j for j in failed if 8 in marked[j.job_id]]
+        assert eights
+        flaky = [
+            j
+            for j in eights
+            if all(f.regression is None for f in j.task.runs[j.run_id].outcome.failures)
+        ]
+        assert flaky
+        for job in flaky:
+            # Every failing group passed in at least half of the family's runs of it nearby.
+            family = job_family(job.task.label)
+            runs = [
+                other
+                for push, jobs in world.th.family[family].items()
+                if abs(push - job.task.push.index) <= 20
+                for other in jobs
+            ]
+            for group in job.error_groups:
+                ran = [o for o in runs if group in o.groups]
+                assert sum(group not in o.error_groups for o in ran) / len(ran) >= 0.5
+        # Some 8s went back when later runs failed the same groups (a regression's).
+        assert any(history[-1] != 8 and 8 in history for history in marked.values())
+
+
+def test_bug_search_finds_more_than_the_tests_intermittent_bug(sim: SimServer) -> None:
+    """Bugscache.search is a substring search of bug summaries: meta bugs, permanent-failure
+    bugs, a regression's own bug and internal issues (id null) come with the real ones."""
+    from sheriff.sim import treeherder as th
+    from sheriff.sim.scenario import load_scenario
+
+    with SimServer(load_scenario("small")) as small:
+        small.advance(8 * 60)
+        kinds: set[str] = set()
+        every = [(w, j) for w in (small.world, sim.world) for j in w.jobs.values()]
+        for world, job in every:
+            for suggestion in th.bug_suggestions(world, job):
+                for bug in suggestion["bugs"]["open_recent"]:
+                    assert set(bug) == {
+                        "id",
+                        "internal_id",
+                        "status",
+                        "resolution",
+                        "summary",
+                        "dupe_of",
+                        "crash_signature",
+                        "keywords",
+                        "whiteboard",
+                        "occurrences",
+                    }
+                    assert suggestion["search_terms"][0] in bug["summary"] or bug["crash_signature"]
+                    summary = bug["summary"]
+                    if bug["id"] is None:
+                        kinds.add("internal")
+                        assert isinstance(bug["internal_id"], int) and bug["occurrences"] >= 1
+                    elif summary.startswith("[meta]"):
+                        kinds.add("meta")
+                    elif summary.startswith("Perma"):
+                        kinds.add("perma")
+                    elif "fails after bug" in summary:
+                        kinds.add("regression")
+                    elif summary.endswith("single tracking bug"):
+                        kinds.add("tracking")
+                    elif summary.startswith("Crash in [@"):
+                        kinds.add("crash")
+        assert kinds == {"crash", "internal", "meta", "perma", "regression", "tracking"}

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
+from sheriff.model.failure_lines import failing_test
 from sheriff.model.history import EarlierRuns
 from sheriff.model.job import job_from_task
 from sheriff.store.history import (
     PassCache,
     PushHistory,
-    failing_test,
     fleet_priors,
     past_cases,
 )

@@ -36,9 +36,15 @@ class CorruptFirstReads:
         return getattr(self._clients, name)
 
     def latest_artifact(self, task_id: str, name: str) -> bytes:
-        real = self._clients.latest_artifact(task_id, name)
-        self.reads[(task_id, name)] += 1
-        if self.reads[(task_id, name)] > 1:
+        return self._first_read_corrupt(task_id, name, self._clients.latest_artifact(task_id, name))
+
+    def artifact(self, task_id: str, run_id: int, name: str) -> bytes:
+        real = self._clients.artifact(task_id, run_id, name)
+        return self._first_read_corrupt(f"{task_id}/{run_id}", name, real)
+
+    def _first_read_corrupt(self, key: str, name: str, real: bytes) -> bytes:
+        self.reads[(key, name)] += 1
+        if self.reads[(key, name)] > 1:
             return real
         kind = sum(self.corrupted.values()) % 3
         self.corrupted[name.rsplit("/", 1)[-1]] += 1

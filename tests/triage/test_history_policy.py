@@ -48,3 +48,31 @@ def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, si
     times = [req["times"] for r in requests if r.strategy == "retrigger-multiple"
              for req in r.input["requests"]]  # fmt: skip
     assert times and min(times) < 5 and sum(times) < 5 * len(decided)
+
+
+def test_the_open_bug_fact_is_not_fooled_by_what_the_bug_search_also_finds(engine, sim) -> None:
+    """Treeherder's bug search finds meta, permanent-failure and regression bugs and
+    internal issues for a regressed test too: none of them is an open intermittent bug."""
+    from sheriff.store.schema import job
+
+    triage = make_triage(engine, sim, policy="history")
+    drive(triage, sim)
+    truth = sim.truth()["cases"]
+    with engine.connect() as conn:
+        decided = conn.execute(
+            sa.select(job.c.task_id, triage_case.c.evidence)
+            .join(job, job.c.id == triage_case.c.job_id)
+            .where(triage_case.c.verdict.in_(["regression", "intermittent"]))
+        ).all()
+    known_bug = sim.world.catalog.known_bug
+    seen = set()
+    for task_id, evidence in decided:
+        case = truth[task_id]
+        features = evidence["history"]["features"]
+        if not features:
+            continue  # no failure line: nothing to look up
+        failing = [f["test"] for f in case["failures"]]
+        expected = case["truth"] != "regression" and all(t in known_bug for t in failing)
+        assert features["open_bug"] == expected, (case, evidence["history"]["facts"])
+        seen.add(case["truth"])
+    assert seen == {"regression", "intermittent"}

@@ -137,7 +137,17 @@ def test_a_pass_killed_after_planning_resumes_without_asking_twice(engine, sim, 
     drive(make_triage(engine, sim), sim)
     metrics = _metrics(engine, sim, triage)
     assert metrics["excess_retriggers"] == 0 and metrics["verdicts"]["pending"] == 0
-    assert metrics["retriggers"] == 5 * metrics["eligible"]
+    with engine.connect() as conn:
+        asked = list(
+            conn.execute(
+                sa.select(triage_case.c.retriggers_requested).where(
+                    triage_case.c.retriggers_requested > 0
+                )
+            ).scalars()
+        )
+    # Five per case: the eligible ones, and any a person classified after they were asked.
+    assert set(asked) == {5} and len(asked) >= metrics["eligible"]
+    assert metrics["retriggers"] == 5 * len(asked)
 
 
 def test_a_pass_killed_halfway_through_the_pushes_resumes(engine, sim, monkeypatch):
@@ -315,3 +325,63 @@ def test_an_artifact_that_will_not_download_defers_not_aborts(engine, sim, monke
         )
         assert conn.execute(sa.select(sa.func.count()).select_from(push)).scalar() > 0
     assert pushes_with_jobs == with_manifests  # every deferred download came later
+
+
+def test_a_busy_push_is_not_listed_again_while_its_runs_are_still_at_work(engine) -> None:
+    """Treeherder lists pending and running jobs (result `unknown`): those are no news, so
+    a push whose tasks are all still at work is not listed again on every pass."""
+    from sheriff.sim.scenario import parse_scenario
+    from sheriff.sim.server import SimServer
+    from tests.sim.conftest import tiny_data
+
+    data = tiny_data(pushes=1, regressions=[])
+    for suite in data["suites"]:
+        suite["duration_minutes"] = [150, 160]  # nothing finishes during the test
+    with SimServer(parse_scenario(data)) as sim:
+        triage = make_triage(engine, sim)
+        listed: list[str] = []
+        real = triage.clients.queue.listTaskGroup
+
+        def counting(group_id, *args, **kwargs):
+            listed.append(group_id)
+            return real(group_id, *args, **kwargs)
+
+        triage.clients.queue.listTaskGroup = counting
+        for _ in range(12):
+            sim.advance(minutes=5)
+            one_pass(triage, sim)
+        with engine.connect() as conn:
+            states = set(
+                conn.execute(sa.select(job.c.state).where(job.c.job_kind == "test")).scalars()
+            )
+    assert states <= {"pending", "running"} and "running" in states
+    # The push's first listing, and the one after its decision task completed.
+    assert len(listed) <= 3, listed
+
+
+def test_treeherders_pending_and_running_jobs_are_no_news(engine, sim) -> None:
+    """Treeherder's job list of a push, as the real one answers while runs are at work
+    (state pending/running, result unknown), says nothing new about runs stored as such;
+    a run it shows completed, or one sheriff does not know, is news."""
+    triage = make_triage(engine, sim)
+    sim.advance(minutes=20)
+    one_pass(triage, sim)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(job.c.push_id, job.c.task_id, job.c.run_id, job.c.state).where(
+                job.c.state.in_(("pending", "running"))
+            )
+        ).all()
+    assert rows
+    push_id = rows[0].push_id
+    at_work = [
+        {"task_id": r.task_id, "retry_id": r.run_id, "state": r.state, "result": "unknown"}
+        for r in rows
+        if r.push_id == push_id
+    ]
+    state = engine_module.PushState(push_id, "", None)
+    assert not triage._moved(state, at_work)
+    done = [dict(at_work[0], state="completed", result="success"), *at_work[1:]]
+    assert triage._moved(state, done)
+    unknown = [*at_work, {"task_id": "A" * 22, "retry_id": 0, "state": "pending"}]
+    assert triage._moved(state, unknown)

@@ -67,6 +67,18 @@ class World:
     report_id: int = 0
 
 
+# Task definitions of the world's jobs, as `queue.task` would answer for them.
+DEFINITIONS: dict[str, dict[str, Any]] = {}
+
+
+def task_definition(task_id: str) -> dict[str, Any]:
+    from sheriff.ci.taskcluster import TaskclusterNotFound
+
+    if task_id not in DEFINITIONS:
+        raise TaskclusterNotFound(f"GET task {task_id}: HTTP 404", status=404)
+    return DEFINITIONS[task_id]
+
+
 def _job(
     name: str,
     push_index: int,
@@ -93,6 +105,7 @@ def _job(
     )
     run = {"state": state, "runId": 0, "started": stamp, "resolved": stamp}
     task_id = new_task_id()
+    DEFINITIONS[task_id] = task
     return name, job_from_task(task_id, task, 0, run)
 
 
@@ -283,7 +296,8 @@ def serve(engine: Engine) -> Iterator[Any]:
     clients: list[httpx.Client] = []
 
     def start(**overrides: Any) -> httpx.Client:
-        server = LiveServer(create_app(engine, offline_settings(**overrides)))
+        app = create_app(engine, offline_settings(**overrides), task_definition=task_definition)
+        server = LiveServer(app)
         servers.append(server.__enter__())
         client = httpx.Client(base_url=server.url, timeout=10)
         clients.append(client)

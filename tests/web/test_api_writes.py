@@ -77,8 +77,10 @@ def test_backfill_runs_the_same_manifests_on_earlier_pushes(engine, world, serve
     assert [r["strategy"] for r in requests] == ["backfill-task", "backfill-task"]
     assert {r["revision"] for r in requests} == {revision(2), revision(1)}
     for r in requests:
-        assert r["input"]["test_manifests"] == [A, B]
-        assert r["input"]["revision"] == r["revision"]
+        # The original's MOZHARNESS_TEST_PATHS object, and the original's revision, as
+        # Gecko's own backfill sends them (actions/backfill.py input_for_support_action).
+        assert r["input"]["test_manifests"] == {"mochitest-browser-chrome": [A, B]}
+        assert r["input"]["revision"] == revision(3)
         assert r["input"]["label"] == "test-linux1804-64-qr/opt-mochitest-browser-chrome-1"
     oldest = api.post(
         f"/api/project/{REPO}/jobs/{world.jobs['p0-bc']}/backfill/",

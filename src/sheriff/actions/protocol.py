@@ -27,7 +27,7 @@ from sheriff.actions.errors import (
     UnsupportedActionKind,
     UnsupportedActionsVersion,
 )
-from sheriff.ci.artifacts import artifact_json
+from sheriff.ci.artifacts import artifact_json, read_whole
 from sheriff.ci.taskcluster import (
     TaskclusterClients,
     TaskclusterError,
@@ -140,16 +140,19 @@ class ActionsProtocol:
         return self._actions[decision_task_id]
 
     def _load_actions(self, decision_task_id: str) -> Mapping[str, Any]:
+        where = f"{ACTIONS_ARTIFACT} of {decision_task_id}"
         try:
-            raw = self.clients.latest_artifact(decision_task_id, ACTIONS_ARTIFACT)
+            # Bytes that are not JSON are a failed download (ArtifactUnreadable, an
+            # outage: read again, then the request waits for the next pass), not a
+            # malformed actions.json.
+            data = read_whole(
+                lambda: self.clients.latest_artifact(decision_task_id, ACTIONS_ARTIFACT),
+                lambda raw: artifact_json(raw, where),
+            )
         except TaskclusterNotFound as exc:
             raise ActionsJsonMissing(
                 f"decision task {decision_task_id} has no {ACTIONS_ARTIFACT}"
             ) from exc
-        where = f"{ACTIONS_ARTIFACT} of {decision_task_id}"
-        # Bytes that are not JSON are a failed download (ArtifactUnreadable, an outage:
-        # the request waits for the next pass), not a malformed actions.json.
-        data = artifact_json(raw, where)
         if not isinstance(data, dict):
             raise ActionsJsonMalformed(f"{where} is not a JSON object")
         if data.get("version") != model.SUPPORTED_VERSION:
@@ -254,9 +257,9 @@ class ActionsProtocol:
 
     def _validator(self, name: str, schema: Any) -> Any:
         """A checked validator per distinct schema: checking a schema costs more than using it."""
-        key = model.canonical_json(schema)
+        key = model.canonical_json([name, schema])
         if key not in self._validators:
-            repaired = model.repair_schema(schema)
+            repaired = model.widen_schema(name, model.repair_schema(schema))
             cls = jsonschema.validators.validator_for(repaired)
             try:
                 cls.check_schema(repaired)

@@ -63,13 +63,14 @@ def _times(input: Mapping[str, Any]) -> int:
 
 @register
 class Retrigger(Strategy):
-    """`retrigger` on one task: `times` clones of it."""
+    """`retrigger` on one task: `times` clones of it. Gecko refuses a task whose label
+    should not be retriggered (no `retrigger: "true"` tag) unless `force`."""
 
     name = "retrigger"
     action = "retrigger"
 
-    def build_input(self, *, times: int = 1, **_: Any) -> dict[str, Any]:
-        return {"times": times}
+    def build_input(self, *, times: int = 1, force: bool = False, **_: Any) -> dict[str, Any]:
+        return {"times": times, "force": True} if force else {"times": times}
 
     def runs(self, input: Mapping[str, Any], labels: Sequence[str]) -> Counter[str]:
         return Counter({label: _times(input) for label in labels})
@@ -118,7 +119,13 @@ class Backfill(Strategy):
 
 @register
 class BackfillTask(Strategy):
-    """`backfill-task` on one earlier push, running the original's exact manifests."""
+    """`backfill-task` on one earlier push, running the original's exact manifests.
+
+    `test_manifests` is the original task's `MOZHARNESS_TEST_PATHS` decoded, Gecko's
+    `{suite: [manifest paths]}` (as Gecko's own `backfill` passes it): the backfilled task
+    gets it as its MOZHARNESS_TEST_PATHS unchanged, and mozharness looks the suite up in it.
+    A list of paths would make it run the suite's default tests instead.
+    """
 
     name = "backfill-task"
     action = "backfill-task"
@@ -129,13 +136,22 @@ class BackfillTask(Strategy):
         *,
         label: str,
         revision: str,
-        test_manifests: Sequence[str] | None = None,
+        test_manifests: Mapping[str, Sequence[str]] | None = None,
         times: int = 1,
         **_: Any,
     ) -> dict[str, Any]:
+        from sheriff.errors import InputError
+
         input: dict[str, Any] = {"label": label, "revision": revision, "times": times}
         if test_manifests:
-            input["test_manifests"] = list(test_manifests)
+            if not isinstance(test_manifests, Mapping):
+                raise InputError(
+                    "backfill-task test_manifests must be the original task's "
+                    "MOZHARNESS_TEST_PATHS object {suite: [manifests]}, not a list"
+                )
+            input["test_manifests"] = {
+                str(suite): list(paths) for suite, paths in sorted(test_manifests.items())
+            }
         return input
 
     def runs(self, input: Mapping[str, Any], labels: Sequence[str]) -> Counter[str]:
@@ -144,13 +160,15 @@ class BackfillTask(Strategy):
 
 @register
 class ConfirmFailures(Strategy):
-    """`confirm-failures`: re-run only the failing tests of a task (new `-cf` tasks)."""
+    """`confirm-failures`: re-run only the failing tests of a task (new `<label>-cf` tasks,
+    one per failing test). Gecko's callback reads the failures itself and its schema takes
+    no `times`, so the input is empty."""
 
     name = "confirm-failures"
     action = "confirm-failures"
 
-    def build_input(self, *, times: int = 1, **_: Any) -> dict[str, Any]:
-        return {"times": times}
+    def build_input(self, **_: Any) -> dict[str, Any]:
+        return {}
 
 
 @register

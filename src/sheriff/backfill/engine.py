@@ -10,7 +10,7 @@ passes that reach the same decision ask once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -33,6 +33,7 @@ from sheriff.backfill.settings import BackfillSettings
 from sheriff.backfill.strategies import Decision, RunRequest, Search, backfill_strategy
 from sheriff.errors import SheriffError
 from sheriff.model.backfill import Outcome, outcome
+from sheriff.model.job import TaskShapeError, mozharness_test_paths
 from sheriff.store.queries import recent_push_ids
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
@@ -61,6 +62,10 @@ class Enqueue(Protocol):
 
 Observe = Callable[[Sequence[int]], Any]
 """Bring the run observations of these job ids up to date (triage's `observe_runs`)."""
+
+TaskDefinition = Callable[[str], Mapping[str, Any]]
+"""A task's definition (`queue.task`): where a record learns the original's
+MOZHARNESS_TEST_PATHS, which `backfill-task` passes on as `test_manifests`."""
 
 
 @dataclass
@@ -98,8 +103,14 @@ def advance_backfills(
     actions: Enqueue | None = None,
     observe: Observe | None = None,
     settings: BackfillSettings | None = None,
+    task_definition: TaskDefinition | None = None,
 ) -> BackfillSummary:
-    """Move every open backfill record one step; safe to repeat, interrupt and run concurrently."""
+    """Move every open backfill record one step; safe to repeat, interrupt and run concurrently.
+
+    Without `task_definition` a record that has not learnt the original's manifests yet
+    asks `backfill-task` for the label alone (Gecko's own backfill does the same for a task
+    without MOZHARNESS_TEST_PATHS).
+    """
     settings = settings or BackfillSettings()
     enqueue = actions or _default_enqueue()
     summary = BackfillSummary()
@@ -122,6 +133,7 @@ def advance_backfills(
                 observe=observe,
                 settings=settings,
                 summary=summary,
+                task_definition=task_definition,
             )
         except SheriffError as exc:
             # An outage or a refused request holds this record back, not the others; its
@@ -139,23 +151,33 @@ def advance_record(
     observe: Observe | None,
     settings: BackfillSettings,
     summary: BackfillSummary | None = None,
+    task_definition: TaskDefinition | None = None,
 ) -> str | None:
     """One step of one record; its status afterwards (None: changed by another pass)."""
     summary = summary if summary is not None else BackfillSummary()
-    if observe is not None:
-        with engine.connect() as conn:
-            record = _record(conn, record_id)
-            if record is not None and record.context["window"]:
+    # Network first, outside the record's transaction.
+    with engine.connect() as conn:
+        record = _record(conn, record_id)
+    test_paths: Any = _UNKNOWN
+    if record is not None and record.status in OPEN_RECORD_STATUSES:
+        if observe is not None and record.context["window"]:
+            with engine.connect() as conn:
                 evidence = window_evidence(conn, record.context, record.context["window"])
-                unobserved = evidence.unobserved()
-                if unobserved:
-                    observe(unobserved)
+            unobserved = evidence.unobserved()
+            if unobserved:
+                observe(unobserved)
+        if task_definition is not None and _needs_test_paths(record, now):
+            test_paths = _test_paths_of(task_definition(record.context["task_id"]))
     with engine.begin() as conn:
         record = _record(conn, record_id)
         if record is None or record.status not in OPEN_RECORD_STATUSES:
             return record.status if record else None
         step = _Step(conn, record, now=now, enqueue=enqueue, settings=settings)
+        if test_paths is not _UNKNOWN:
+            step.context.setdefault("test_paths", test_paths)
         step.run()
+        if step.context != record.context:
+            step.values["context"] = step.context
         changed = conn.execute(
             sa.update(backfill_record)
             .where(
@@ -180,6 +202,24 @@ def advance_record(
         if step.culprit_revision:
             summary.culprits.append((record.report_id, step.culprit_revision))
         return status
+
+
+_UNKNOWN = object()
+
+
+def _needs_test_paths(record: Any, now: datetime) -> bool:
+    """A record about to ask for same-manifest runs that has not read the original's yet."""
+    context = record.context
+    if not context.get("same_manifests") or "test_paths" in context:
+        return False
+    return record.status != PRELIMINARY or now >= record.mature_at
+
+
+def _test_paths_of(definition: Mapping[str, Any]) -> dict[str, list[str]] | None:
+    try:
+        return mozharness_test_paths(definition)
+    except TaskShapeError:
+        return None  # not JSON: Gecko's backfill could not pass it on either
 
 
 def _later(now: datetime, previous: datetime) -> datetime:
@@ -386,7 +426,8 @@ class _Step:
             else:
                 target = self._push(targets[0])
                 rounds = len(self.context["requested"].get(str(target.id), []))
-                manifests = self.context["test_manifests"] if request.with_manifests else None
+                # The original's MOZHARNESS_TEST_PATHS, as Gecko's backfill passes it on.
+                manifests = self.context.get("test_paths") if request.with_manifests else None
                 self.enqueue(
                     self.conn,
                     f"backfill:{self.record.id}:{target.id}:{rounds}",

@@ -14,19 +14,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import PushRuns
+from sheriff.model.failure_lines import failing_test as test_of
+from sheriff.model.policy import FINAL_PARSE_STATUSES
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
 from sheriff.store.schema import job, job_type, run_observation
-
-FINAL_PARSE_STATES = frozenset({"parsed", "failed"})
-
-
-def test_of(line: str) -> str | None:
-    """The test path field of a `TEST-UNEXPECTED-… | test | message` line."""
-    parts = [p.strip() for p in line.split(" | ")]
-    if len(parts) >= 2 and parts[0].startswith("TEST-UNEXPECTED-"):
-        return parts[1]
-    return None
 
 
 def reproduces(failure_lines: Iterable[str], lines: Sequence[str], tests: Sequence[str]) -> bool:
@@ -49,7 +42,7 @@ class RunView:
 
     @property
     def backfilled(self) -> bool:
-        return self.action in ("backfill", "backfill-task")
+        return self.action == BACKFILL_TAG
 
     @property
     def needs_observation(self) -> bool:
@@ -57,7 +50,7 @@ class RunView:
         return (
             self.state == "completed"
             and self.result == "testfailed"
-            and self.parse_status not in FINAL_PARSE_STATES
+            and self.parse_status not in FINAL_PARSE_STATUSES
         )
 
 

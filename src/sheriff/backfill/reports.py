@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sheriff.backfill.evidence import reproduces, test_of
 from sheriff.backfill.settings import BackfillSettings
 from sheriff.errors import InputError
+from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
 from sheriff.store.queries import job_manifests, platform_config
 from sheriff.store.schema import (
@@ -93,7 +94,7 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
             job.c.machine_platform_id == original.machine_platform_id,
             job.c.option_collection == original.option_collection,
             # Retriggers only: backfills of other records on this push ran other manifests.
-            job.c.action.is_distinct_from("backfill-task"),
+            job.c.action.is_distinct_from(BACKFILL_TAG),
             job.c.id != job_id,
             job.c.state == "completed",
             job.c.result.in_(["success", "testfailed"]),

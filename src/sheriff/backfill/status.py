@@ -7,6 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.backfill.evidence import window_evidence
+from sheriff.model.actions import BACKFILL_TAG
 from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
 RECORD_FIELDS = (
@@ -178,9 +179,7 @@ def culprit_metrics(
             found += 1
             correct += mine[0]["culprit_revision"] == regression["culprit_revision"]
     runs = conn.execute(
-        sa.select(sa.func.count(sa.distinct(job.c.task_id))).where(
-            job.c.action.in_(["backfill", "backfill-task"])
-        )
+        sa.select(sa.func.count(sa.distinct(job.c.task_id))).where(job.c.action == BACKFILL_TAG)
     ).scalar_one()
     return {
         "regressions": len(regressions),

@@ -13,12 +13,18 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import orjson
 
 from sheriff.ci.taskcluster import TaskclusterUnavailable
 from sheriff.errors import InputError
+
+T = TypeVar("T")
+# A transfer that arrived broken is most often whole on the next try: read again at once
+# this many times before leaving it to a later pass (which delays the case's verdict).
+REREADS = 2
 
 # Characters JSON text never holds unescaped: bytes that decode to them are no JSON lines
 # (an errorsummary) but a broken download.
@@ -69,3 +75,15 @@ def errorsummary_text(raw: bytes) -> str:
     if (found := _NOT_TEXT.search(text)) is not None:
         raise InputError(f"not text (a control character at {found.start()})")
     return text
+
+
+def read_whole(download: Callable[[], bytes], decode: Callable[[bytes], T]) -> T:
+    """`decode(download())`, downloading again (up to `REREADS` times) while the bytes
+    are not the whole file; the last attempt's error is raised."""
+    for attempt in range(REREADS + 1):
+        try:
+            return decode(download())
+        except (InputError, ArtifactUnreadable):
+            if attempt == REREADS:
+                raise
+    raise AssertionError("unreachable")

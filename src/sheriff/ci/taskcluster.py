@@ -60,6 +60,11 @@ class TaskclusterUnavailable(TaskclusterError):
     """No usable answer after every retry: connection errors, timeouts, 5xx, 429."""
 
 
+class ArtifactNotUploaded(TaskclusterError):
+    """424: an `error` artifact, which the worker could not upload (its reason is in the
+    message: file-missing-on-worker, invalid-resource-on-worker, too-large-file-on-worker)."""
+
+
 class _LimitedTransport:
     """Mixin replacing the official client's HTTP method; see the module docstring."""
 
@@ -155,7 +160,7 @@ def _http_error(what: str, url: str, response: requests.Response) -> Taskcluster
     try:
         data = response.json()
         if isinstance(data, dict):
-            message = str(data.get("message") or data.get("code") or "")
+            message = str(data.get("message") or data.get("code") or data.get("reason") or "")
     except ValueError:
         message = response.text[:200]
     # Taskcluster's messages are multi-line markdown; the first line says what went wrong.
@@ -163,6 +168,8 @@ def _http_error(what: str, url: str, response: requests.Response) -> Taskcluster
     text = f"{what}: HTTP {status}" + (f": {first}" if first else "")
     if status == 404:
         return TaskclusterNotFound(text, status=status, url=url)
+    if status == 424:
+        return ArtifactNotUploaded(text, status=status, url=url)
     if status in (401, 403):
         return TaskclusterAuthError(text, status=status, url=url)
     if status in RETRYABLE_STATUS:
@@ -195,14 +202,23 @@ class TaskclusterClients:
     hooks_once: Any = None
     session: requests.Session = field(repr=False, default_factory=requests.Session)
 
-    def artifact_url(self, task_id: str, name: str) -> str:
-        """The URL of a task's latest artifact `name` (public artifacts need no signature)."""
-        return self.queue.buildUrl("getLatestArtifact", task_id, name)
+    def artifact_url(self, task_id: str, name: str, run_id: int | None = None) -> str:
+        """The URL of artifact `name` of a task's run `run_id` (None: its latest run);
+        public artifacts need no signature."""
+        if run_id is None:
+            return self.queue.buildUrl("getLatestArtifact", task_id, name)
+        return self.queue.buildUrl("getArtifact", task_id, str(run_id), name)
 
     def latest_artifact(self, task_id: str, name: str) -> bytes:
         """The bytes of a task's latest artifact, following the queue's redirect."""
-        url = self.artifact_url(task_id, name)
-        what = f"artifact {name} of task {task_id}"
+        return self.artifact(task_id, None, name)
+
+    def artifact(self, task_id: str, run_id: int | None, name: str) -> bytes:
+        """The bytes of artifact `name` of run `run_id` (None: the latest run), following
+        the queue's redirect. An `error` artifact raises ArtifactNotUploaded (424)."""
+        url = self.artifact_url(task_id, name, run_id)
+        run = "" if run_id is None else f" run {run_id}"
+        what = f"artifact {name} of task {task_id}{run}"
 
         def attempt(timeout: float) -> bytes:
             try:

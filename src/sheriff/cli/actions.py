@@ -68,13 +68,22 @@ def list_actions(
 def retrigger(
     task_id: str = typer.Argument(..., help="Task to retrigger.", callback=checked_task_id),
     times: int = typer.Option(1, "--times", min=1, help="How many new runs."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help='Clone a task whose label should not be retriggered (no `retrigger: "true"` '
+        "tag); Gecko's retrigger refuses it otherwise.",
+    ),
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
     key: str | None = typer.Option(None, "--key", help=KEY_HELP),
 ) -> None:
     """Retrigger a task TIMES times through its `retrigger` action."""
+    from sheriff.actions.strategies import strategy
+
     protocol = _protocol(live)
     label = str(protocol.task(task_id).get("metadata", {}).get("name", ""))
-    _request(protocol, "retrigger", task_id, {"times": times}, [label], live=live, key=key)
+    input = strategy("retrigger").build_input(times=times, force=force)
+    _request(protocol, "retrigger", task_id, input, [label], live=live, key=key)
 
 
 # Not a command of its own: `sheriff backfill TASK_ID` (cli/backfill.py) calls it for a task
@@ -111,11 +120,12 @@ def _backfill_same_manifests(
 
     from sheriff.actions.strategies import strategy
     from sheriff.errors import InputError
-    from sheriff.model.actions import task_manifests, treeherder_route_pushlog_id
+    from sheriff.model.actions import treeherder_route_pushlog_id
+    from sheriff.model.job import mozharness_test_paths
 
     definition = protocol.task(task_id)
     label = str(definition.get("metadata", {}).get("name", ""))
-    manifests = task_manifests(definition)
+    manifests = mozharness_test_paths(definition)
     if not manifests:
         raise InputError(
             f"task {task_id} names no manifests (no MOZHARNESS_TEST_PATHS): "
@@ -203,6 +213,11 @@ def _request(
     prepared = protocol.prepare(
         chosen.action, decision_task_id=decision_task_id, task_id=task_id, input=input
     )
+    if prepared.callback == "retrigger-disabled" and not input.get("force"):
+        raise ActionError(
+            f'task {task_id}\'s label should not be retriggered (it has no `retrigger: "true"` '
+            "tag): Gecko's retrigger would refuse it; pass --force to clone it anyway"
+        )
     key = key or request_key(chosen.action, decision_task_id, task_id, input)
     engine = open_database(settings().database_url)
     try:

@@ -168,6 +168,7 @@ def request(
                 sa.select(backfill_record.c.id).where(backfill_record.c.report_id == report_id)
             ).scalar_one()
         from sheriff.actions.log import enqueue
+        from sheriff.cli.actions import _protocol
 
         summary = BackfillSummary()
         state = advance_record(
@@ -178,6 +179,7 @@ def request(
             observe=None,
             settings=settings,
             summary=summary,
+            task_definition=_protocol(live).task,
         )
         sent = _dispatch(engine, record_id, live=live, now=now)
     finally:
@@ -234,12 +236,15 @@ def advance(
 ) -> None:
     """Move every open backfill one step and send what it asks for (a triage pass does this)."""
     from sheriff.backfill import advance_backfills
+    from sheriff.cli.actions import _protocol
 
     now = parse_time(now_) if now_ else datetime.now(UTC)
     settings = _settings()
     engine = _engine()
     try:
-        summary = advance_backfills(engine, now=now, settings=settings)
+        summary = advance_backfills(
+            engine, now=now, settings=settings, task_definition=_protocol(live).task
+        )
         record_ids = _open_record_ids(engine)
         sent = [_dispatch(engine, record_id, live=live, now=now) for record_id in record_ids]
     finally:

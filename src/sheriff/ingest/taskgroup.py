@@ -8,15 +8,15 @@ will create are what a triage pass must count before asking for more.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sheriff.actions.strategies import REGISTRY
 from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterNotFound, paginate
+from sheriff.model.actions import action_task_signature
 from sheriff.model.job import NotATreeherderJob, TaskJob, TaskShapeError, jobs_of_task
 from sheriff.model.task_shapes import StatusShape, check_status
 
@@ -27,9 +27,11 @@ UNRESOLVED = frozenset({"unscheduled", "pending", "running"})
 
 @dataclass(frozen=True)
 class ActionTaskView:
-    """An action task of the group: which action, on what, asking for what."""
+    """An action task of the group: which action (its name and callback), on what, asking
+    for what."""
 
     task_id: str
+    name: str
     callback: str
     target_task_id: str | None
     input: Mapping[str, Any]
@@ -56,12 +58,12 @@ class GroupListing:
         """Runs per label that unfinished action tasks will create on this push."""
         counts: Counter[str] = Counter()
         for action in self.action_tasks:
-            if not action.unresolved or action.callback not in REGISTRY:
+            if not action.unresolved or action.name not in REGISTRY:
                 continue
+            if action.callback == "retrigger-disabled" and not action.input.get("force"):
+                continue  # Gecko refuses to clone a label that should not be retriggered
             target = self.labels.get(action.target_task_id or "")
-            counts.update(
-                REGISTRY[action.callback]().runs(action.input, [target] if target else [])
-            )
+            counts.update(REGISTRY[action.name]().runs(action.input, [target] if target else []))
         return counts
 
 
@@ -75,21 +77,15 @@ def find_decision_task(clients: TaskclusterClients, repo: str, revision: str) ->
 
 
 def _action_view(task_id: str, task: Mapping[str, Any], state: str) -> ActionTaskView | None:
-    payload = task.get("payload")
-    env = payload.get("env") if isinstance(payload, Mapping) else None
-    callback = env.get("ACTION_CALLBACK") if isinstance(env, Mapping) else None
-    if not callback or not isinstance(callback, str):
+    signature = action_task_signature(task)
+    if signature is None or not signature.callback:
         return None
-    try:
-        action_input = json.loads(env.get("ACTION_INPUT") or "{}")
-    except (TypeError, ValueError, RecursionError):
-        action_input = {}
-    target = env.get("ACTION_TASK_ID")
     return ActionTaskView(
         task_id=task_id,
-        callback=callback,
-        target_task_id=target if isinstance(target, str) and target else None,
-        input=action_input if isinstance(action_input, Mapping) else {},
+        name=signature.name,
+        callback=signature.callback,
+        target_task_id=signature.task_id,
+        input=signature.input if isinstance(signature.input, Mapping) else {},
         state=state,
     )
 
@@ -145,6 +141,15 @@ def parse_listing(
             len(listing.malformed),
             listing.malformed[0],
         )
+    # Gecko leaves some tasks an action created untagged (add-new-jobs; backfill-task
+    # without test_manifests): their parent, an action task of the group, says which.
+    callbacks = {a.task_id: a.callback for a in listing.action_tasks}
+    listing.jobs = [
+        replace(j, action=callbacks[j.parent_task_id])
+        if j.action is None and j.parent_task_id in callbacks
+        else j
+        for j in listing.jobs
+    ]
     return listing
 
 

@@ -17,8 +17,16 @@ from typing import Any
 SUPPORTED_VERSION = 1
 SUPPORTED_KIND = "hook"
 
-# Kinds of task an action task itself has; `tags.kind` on tasks created by a hook.
+# `tags.kind` of an action task (what a hook creates). An action task has no `tags.action`:
+# its identity is `extra.action` and its environment (Gecko's .taskcluster.yml).
 ACTION_TASK_KIND = "action-callback"
+
+# `tags.action` Gecko's callbacks give the tasks they create (gecko_taskgraph actions/
+# retrigger.py, backfill.py, confirm_failure.py; set with setdefault, so a clone keeps
+# its original's). `add-new-jobs`, and `backfill-task` without test_manifests, tag none.
+RETRIGGER_TAGS = frozenset({"retrigger-task", "retrigger-multiple-task", "retrigger-decision-task"})
+BACKFILL_TAG = "backfill-task"
+CONFIRM_FAILURE_TAG = "confirm-failure"
 
 
 def tag_set_matches(tag_set: Mapping[str, str], tags: Mapping[str, str]) -> bool:
@@ -169,6 +177,31 @@ def repair_schema(schema: Any) -> Any:
     return repaired
 
 
+# Inputs Gecko's own code sends that the published schema refuses: `backfill` passes
+# `backfill-task` the original's decoded MOZHARNESS_TEST_PATHS, a `{suite: [manifests]}`
+# object, as `test_manifests`, whose schema says array (gecko_taskgraph actions/
+# backfill.py, input_for_support_action). Action tasks do not validate their input, so the
+# object is what works; where a client validates, the property takes either shape.
+_GECKO_SENDS: dict[tuple[str, str], dict[str, Any]] = {
+    ("backfill-task", "test_manifests"): {
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def widen_schema(action: str, schema: Any) -> Any:
+    """`schema` of action `action`, also accepting what Gecko's own callers send there."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return schema
+    widened = dict(properties)
+    for (name, prop), shape in _GECKO_SENDS.items():
+        if name == action and isinstance(widened.get(prop), dict):
+            widened[prop] = {"anyOf": [widened[prop], shape]}
+    return {**schema, "properties": widened} if widened != properties else schema
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per JSON value, so equal inputs compare and hash equal."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -182,11 +215,13 @@ def request_key(action: str, decision_task_id: str, task_id: str | None, input: 
 
 @dataclass(frozen=True)
 class ActionTaskSignature:
-    """What an action task says about the request that created it."""
+    """What an action task says about the request that created it: the action's name, its
+    callback (ACTION_CALLBACK), the target task and the input."""
 
     name: str
     task_id: str | None
     input: Any
+    callback: str | None = None
 
     def matches(self, name: str, task_id: str | None, input: Any) -> bool:
         return (
@@ -197,36 +232,46 @@ class ActionTaskSignature:
 
 
 def action_task_signature(definition: Mapping[str, Any]) -> ActionTaskSignature | None:
-    """Read name, target task and input off an action task's definition, if it is one.
+    """Read name, callback, target task and input off an action task's definition.
 
-    Hooks for in-tree actions put them in `extra.action` (`name`, `context.taskId`,
-    `context.input`) and in the environment (`ACTION_INPUT`, `ACTION_TASK_ID`); either is
-    enough. Tasks that are not action tasks give None.
+    Gecko's in-tree action hooks put them in `extra.action` (`name`, `context.taskId`,
+    `context.input`) and in the environment (`ACTION_CALLBACK`, and `ACTION_TASK_ID` and
+    `ACTION_INPUT` JSON-encoded: `"abc…"` or `null`); either is enough. Tasks that are not
+    action tasks give None.
     """
-    extra_action = (definition.get("extra") or {}).get("action")
+    # Any field may be missing or of the wrong type in a listing: such a task is not one.
+    env = _mapping(_mapping(definition.get("payload")).get("env"))
+    callback = env.get("ACTION_CALLBACK")
+    callback = callback if isinstance(callback, str) and callback else None
+    extra_action = _mapping(definition.get("extra")).get("action")
     if isinstance(extra_action, Mapping) and extra_action.get("name"):
-        context = extra_action.get("context") or {}
+        context = _mapping(extra_action.get("context"))
+        target = context.get("taskId")
         return ActionTaskSignature(
             name=str(extra_action["name"]),
-            task_id=context.get("taskId"),
+            task_id=target if isinstance(target, str) else None,
             input=context.get("input"),
+            callback=callback,
         )
-    env = (definition.get("payload") or {}).get("env") or {}
-    tags = definition.get("tags") or {}
+    tags = _mapping(definition.get("tags"))
     if "ACTION_INPUT" not in env or tags.get("kind") != ACTION_TASK_KIND:
         return None
     try:
         input = json.loads(env["ACTION_INPUT"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
-    name = tags.get("action") or env.get("ACTION_CALLBACK") or ""
     raw_task_id = env.get("ACTION_TASK_ID")
     try:
-        # In-tree action hooks store it JSON-encoded (`"abc…"` or `null`).
         task_id = json.loads(raw_task_id) if raw_task_id else None
-    except ValueError:
-        task_id = raw_task_id
-    return ActionTaskSignature(name=name, task_id=task_id, input=input)
+    except (TypeError, ValueError, RecursionError):
+        task_id = raw_task_id  # an older hook that did not encode it
+    if task_id is not None and not isinstance(task_id, str):
+        task_id = None
+    return ActionTaskSignature(name=callback or "", task_id=task_id, input=input, callback=callback)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def treeherder_route_push(routes: Iterable[str]) -> tuple[str, str] | None:
@@ -245,23 +290,3 @@ def treeherder_route_pushlog_id(routes: Iterable[str]) -> int | None:
         if len(parts) >= 5 and parts[0] == "tc-treeherder" and parts[4].isdigit():
             return int(parts[4])
     return None
-
-
-def task_manifests(definition: Mapping[str, Any]) -> list[str]:
-    """The manifests a test task ran: the union of `MOZHARNESS_TEST_PATHS` over its suites."""
-    env = (definition.get("payload") or {}).get("env") or {}
-    raw = env.get("MOZHARNESS_TEST_PATHS")
-    if not raw:
-        return []
-    try:
-        by_suite = json.loads(raw)
-    except ValueError:
-        return []
-    if not isinstance(by_suite, Mapping):
-        return []
-    manifests: list[str] = []
-    for paths in by_suite.values():
-        for path in paths if isinstance(paths, list) else []:
-            if isinstance(path, str) and path not in manifests:
-                manifests.append(path)
-    return manifests

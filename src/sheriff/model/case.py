@@ -22,6 +22,8 @@ from enum import StrEnum
 from sheriff.model.errorsummary import parse_errorsummary
 
 __all__ = [
+    "AUTOMATIC_CLASSIFICATIONS",
+    "CLASSIFICATION_NAMES",
     "DEFAULT_QUEUE_PREFIXES",
     "UNCLASSIFIED_IDS",
     "CaseState",
@@ -31,12 +33,38 @@ __all__ = [
     "OriginalRun",
     "eligibility",
     "errorsummary_artifact",
+    "is_persons_classification",
     "state_after_eligibility",
 ]
 
 DEFAULT_QUEUE_PREFIXES: tuple[str, ...] = ("gecko-t/t-linux-",)
-# Treeherder failure classifications 1 "not classified" and 6 "new failure not classified".
-UNCLASSIFIED_IDS = frozenset({1, 6})
+# Treeherder failure classifications that are nobody's decision: 1 "not classified"; 6 "new
+# failure not classified" (set when the log is parsed, treeherder/etl/artifact.py); 7
+# "autoclassified intermittent" (mozci's classification of the push); 8 "intermittent
+# needs bug" (set and unset by treeherder/log_parser/intermittents.py as runs come in).
+# Any other (2 fixed by commit, 3 expected fail, 4 intermittent, 5 infra) is a person's.
+AUTOMATIC_CLASSIFICATIONS = frozenset({1, 6, 7, 8})
+UNCLASSIFIED_IDS = AUTOMATIC_CLASSIFICATIONS  # SPEC §3 step 1's "not classified"
+
+
+# Treeherder's names for its failure classifications (/api/failureclassification/).
+CLASSIFICATION_NAMES = {
+    1: "not classified",
+    2: "fixed by commit",
+    3: "expected fail",
+    4: "intermittent",
+    5: "infra",
+    6: "new failure not classified",
+    7: "autoclassified intermittent",
+    8: "intermittent needs bug",
+}
+
+
+def is_persons_classification(classification_id: int | None) -> bool:
+    """Whether a failure classification is a person's decision (2, 3, 4, 5)."""
+    return classification_id is not None and classification_id not in AUTOMATIC_CLASSIFICATIONS
+
+
 _TRIAGED_TIERS = frozenset({1, 2})
 
 
@@ -86,6 +114,7 @@ class OriginalRun:
     is_action_task: bool = False  # tags.action is set: a retrigger or backfill
     classification_id: int | None = None  # None: Treeherder has not ingested the job yet
     errorsummary: ErrorSummaryState = ErrorSummaryState.UNKNOWN
+    retriggerable: bool = True  # tags.retrigger is "true": Gecko's retrigger clones it
 
 
 @dataclass(frozen=True)
@@ -129,8 +158,8 @@ def eligibility(
         return Eligibility(status.NOT_A_CASE, "an action task (retrigger/backfill): evidence only")
     if run.classification_id is None:
         return Eligibility(status.UNDETERMINED, "Treeherder has not ingested the job yet")
-    if run.classification_id not in UNCLASSIFIED_IDS:
-        reason = f"already classified (failure classification {run.classification_id})"
+    if is_persons_classification(run.classification_id):
+        reason = f"already classified by a person (failure classification {run.classification_id})"
         return Eligibility(status.CLASSIFIED, reason, 1)
     tier = 1 if run.tier is None else run.tier
     if tier not in _TRIAGED_TIERS:
@@ -146,6 +175,11 @@ def eligibility(
     prefixes = tuple(queue_prefixes)
     if not run.task_queue_id.startswith(prefixes):
         reason = f"queue {run.task_queue_id} is not under {', '.join(prefixes) or 'any prefix'}"
+        return Eligibility(status.NOT_ELIGIBLE, reason, 5)
+    if not run.retriggerable:
+        # Gecko's retrigger refuses such a label and retrigger-multiple reruns the task
+        # itself instead of cloning it: no retrigger would ever come.
+        reason = 'its label should not be retriggered (no `retrigger: "true"` tag)'
         return Eligibility(status.NOT_ELIGIBLE, reason, 5)
     return Eligibility(status.ELIGIBLE, "a failed tier-1/2 test run with a complete errorsummary")
 

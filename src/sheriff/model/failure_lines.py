@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "LineKind",
+    "failing_test",
     "failure_lines",
     "failure_lines_from_bug_suggestions",
     "line_kind",
@@ -199,6 +200,14 @@ def normalise_failure_line(line: str) -> str:
     for index, field in enumerate(fields[1:], start=1):
         out.append(_normalise_test(field) if index == test_index else _normalise_message(field))
     return _SPACES.sub(" ", " | ".join(out)).strip()
+
+
+def failing_test(line: str) -> str | None:
+    """The test path field of a `TEST-UNEXPECTED-… | test | message` line."""
+    parts = [p.strip() for p in line.split(" | ")]
+    if len(parts) >= 2 and parts[0].startswith("TEST-UNEXPECTED-") and parts[1]:
+        return parts[1]
+    return None
 
 
 def failure_lines(lines: Iterable[str], kind: LineKind = LineKind.TEST_FAILURE) -> list[str]:

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from sheriff.model.errorsummary import FailureKind
+from sheriff.model.failure_lines import failing_test
 from sheriff.model.policy import (
     CaseEvidence,
     Decision,
@@ -371,6 +373,13 @@ class HistoryPolicy:
             return self._decision(
                 DecisionKind.WAIT, "waiting for the original's failure lines", facts, history, k, n
             )
+        # Treeherder could not parse the original's log (it happens): its errorsummary still
+        # says which tests failed (SPEC §3's second source), and a retrigger whose failure
+        # lines name one reproduces. Without lines there is no history to weigh: the seed
+        # rule decides, on every run.
+        failed_tests = _errorsummary_tests(evidence) if not tally.lines else frozenset()
+        if failed_tests:
+            return self._by_errorsummary(evidence, failed_tests, facts, history, n, in_flight)
         if not tally.lines:
             p = 0.0
             return self._decision(
@@ -400,6 +409,10 @@ class HistoryPolicy:
         # At the cap the model weighs everything: a test failing on most pushes since one
         # stays a regression even when five retriggers were lucky.
         confirmed = k >= 1
+        # At the cap, without a reproduction here, only a line that showed on earlier pushes
+        # too makes a regression: a failure of several configurations of one push, clean
+        # before and not reproduced, is what a flaky test with a high rate does.
+        shown_before = any(e.ago >= 1 and (e.shown or e.other_shown) for e in history.earlier)
         if (p >= self.upper and confirmed) or (p <= self.lower and enough):
             verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
             bound = f">= {self.upper}" if p >= self.upper else f"<= {self.lower}"
@@ -430,12 +443,14 @@ class HistoryPolicy:
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
-            regression = p >= self.at_cap
+            regression = p >= self.at_cap and (confirmed or shown_before)
             verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
+            bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
+            if p >= self.at_cap and not regression:
+                bound += ", but not reproduced and never shown on an earlier push"
             return self._decision(
                 DecisionKind.VERDICT,
-                f"{why}; all {evidence.runs_wanted} runs used, "
-                f"{'>=' if regression else '<'} {self.at_cap} at the cap",
+                f"{why}; all {evidence.runs_wanted} runs used, {bound}",
                 facts,
                 history,
                 k,
@@ -453,6 +468,47 @@ class HistoryPolicy:
             n,
             p=p,
             retriggers=wave,
+        )
+
+    def _by_errorsummary(
+        self,
+        evidence: CaseEvidence,
+        failed_tests: frozenset[str],
+        facts: Any,
+        history: CaseHistory,
+        n: int,
+        in_flight: int,
+    ) -> Decision:
+        k = sum(
+            1
+            for run in evidence.retriggers
+            if run.settled
+            and not run.void
+            and any(failing_test(line) in failed_tests for line in run.failure_lines)
+        )
+        p = history.priors.posterior({}, k=k, n=n)
+        why = (
+            f"the original's log is unparsed: {k} of {_plural(n, 'retrigger')} showed a test "
+            "its errorsummary failed"
+        )
+        if evidence.runs_missing:
+            missing = evidence.runs_missing
+            reason = f"{why}; asking for {_plural(missing, 'more run')} (the seed rule)"
+            kind = DecisionKind.RETRIGGER
+            return self._decision(kind, reason, facts, history, k, n, p=p, retriggers=missing)
+        if in_flight:
+            reason = f"{why}; waiting for {_plural(in_flight, 'run')} in flight"
+            return self._decision(DecisionKind.WAIT, reason, facts, history, k, n, p=p)
+        regression = k >= evidence.min_reproductions
+        return self._decision(
+            DecisionKind.VERDICT,
+            f"{why} ({evidence.min_reproductions} needed for a regression, the seed rule)",
+            facts,
+            history,
+            k,
+            n,
+            verdict=Verdict.REGRESSION if regression else Verdict.INTERMITTENT,
+            p=p,
         )
 
     def wave(
@@ -520,6 +576,16 @@ class HistoryPolicy:
             p_regression=None if p is None else round(p, 4),
             details=details,
         )
+
+
+def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:
+    """The tests an original whose log is unparsed failed, by its errorsummary."""
+    original = evidence.original
+    if not original.log_unparsed:
+        return frozenset()
+    return frozenset(
+        f.test for f in original.structured_failures if f.kind is FailureKind.TEST and f.test
+    )
 
 
 def configured(

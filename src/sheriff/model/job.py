@@ -174,14 +174,29 @@ def task_queue_id(task: Mapping[str, Any]) -> str:
     return f"{provisioner}/{worker_type}"
 
 
-def manifests_from_env(task: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The manifests `MOZHARNESS_TEST_PATHS` (JSON `{suite: [paths]}`) says the task runs."""
+def mozharness_test_paths(task: Mapping[str, Any]) -> dict[str, list[str]] | None:
+    """`MOZHARNESS_TEST_PATHS` decoded: Gecko's `{suite: [manifest paths]}` object.
+
+    None when the task has none (mozharness then runs the suite's default tests: what the
+    label runs on its push, as manifests-by-task.json says). Anything but such an object
+    (text that is not JSON, a list, values that are not lists of paths) is a
+    TaskShapeError: Gecko never writes it, and guessing what a worker made of it would
+    give the job a manifest set nobody can check.
+    """
     payload = task.get("payload")
     env = payload.get("env") if isinstance(payload, Mapping) else None
     raw = env.get("MOZHARNESS_TEST_PATHS") if isinstance(env, Mapping) else None
-    if raw is None:
+    if not raw:
         return None
-    return tuple(sorted({p for paths in check_test_paths(raw).values() for p in paths}))
+    return check_test_paths(raw)
+
+
+def manifests_from_env(task: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The manifests `MOZHARNESS_TEST_PATHS` says the task runs (None: it does not say)."""
+    by_suite = mozharness_test_paths(task)
+    if by_suite is None:
+        return None
+    return tuple(sorted({p for paths in by_suite.values() for p in paths}))
 
 
 def option_collection(treeherder: Mapping[str, Any]) -> str:

@@ -44,7 +44,10 @@ from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 
 __all__ = [
     "ADDED_POLICIES",
+    "FINAL_PARSE_STATUSES",
+    "NO_LOG",
     "POLICIES",
+    "UNPARSABLE_LOG",
     "VOID_RESULTS",
     "CaseEvidence",
     "Decision",
@@ -70,8 +73,13 @@ VOID_RESULTS = frozenset({"exception", "retry", "usercancel", "canceled", "super
 
 # Taskcluster's resolved task states, as the results Treeherder shows for a test task.
 _TASK_RESULTS = {"completed": "success", "failed": "testfailed", "exception": "exception"}
-# Treeherder's job log parse statuses after which no failure line will ever come.
-_UNPARSABLE = frozenset({"failed", "skipped-size"})
+# Treeherder's job log parse statuses after which no failure line will ever come, and
+# sheriff's own for a run Treeherder lists no log for (an exception run: its Pulse handler
+# gives those none).
+NO_LOG = "no-log"
+UNPARSABLE_LOG = frozenset({"failed", "skipped-size", NO_LOG})
+FINAL_PARSE_STATUSES = UNPARSABLE_LOG | {"parsed"}
+_UNPARSABLE = UNPARSABLE_LOG
 
 
 class Verdict(StrEnum):
@@ -123,7 +131,7 @@ class RunEvidence:
         `task_state` is the Taskcluster task state (pending, running, completed, failed,
         exception); `parse_status` Treeherder's for the job's log (None while Treeherder
         has no job): lines are known once it is `parsed` and the `bug_suggestions` were
-        read; `failed` or `skipped-size` means they never will be.
+        read; `failed`, `skipped-size` or `no-log` means they never will be.
         """
         resolved = task_state in _TASK_RESULTS
         lines_known = parse_status == "parsed" and bug_suggestions is not None

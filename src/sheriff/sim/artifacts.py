@@ -10,7 +10,7 @@ from typing import Any
 
 from sheriff.sim import draws
 from sheriff.sim.catalog import render_message
-from sheriff.sim.entities import Failure, Run, Task
+from sheriff.sim.entities import INFRA_NO_SUMMARY, Failure, Run, Task
 from sheriff.sim.world import World
 
 LIVE_LOG = "public/logs/live_backing.log"
@@ -20,14 +20,17 @@ LIVE_LOG = "public/logs/live_backing.log"
 class Artifact:
     name: str
     content_type: str
+    storage_type: str = "s3"  # or "error": the worker could not upload it (answers 424)
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class FailureLine:
     """One error line of a run's log, as Treeherder's parser would extract it."""
 
-    line_number: int
-    text: str  # without the log's timestamp prefix: what bug_suggestions calls `search`
+    line_number: int  # 0-based, as Treeherder's log parser counts
+    text: str  # without the log's prefixes: what bug_suggestions calls `search`
     test: str | None
 
 
@@ -53,12 +56,38 @@ def artifacts(world: World, task: Task, run: Run) -> list[Artifact]:
         ]
     elif task.kind == "test" and run.outcome.infra is None:
         found.append(Artifact(errorsummary_name(world, task), "text/plain; charset=utf-8"))
+    elif task.kind == "test" and _error_artifact(world, task, run):
+        # The worker recorded the missing file as an `error` artifact (half the time).
+        name = errorsummary_name(world, task)
+        found.append(
+            Artifact(
+                name,
+                "application/json",
+                storage_type="error",
+                reason="file-missing-on-worker",
+                message=f"Artifact not found: {name}",
+            )
+        )
     return sorted(found, key=lambda a: a.name)
 
 
+def _error_artifact(world: World, task: Task, run: Run) -> bool:
+    if run.outcome.infra != INFRA_NO_SUMMARY:
+        return False
+    return draws.unit(world.seed, "error-artifact", task.task_id, run.run_id) < 0.5
+
+
+def errorsummary_listed(world: World, task: Task, run: Run) -> bool:
+    """Whether the run uploaded its errorsummary (Treeherder then lists `errorsummary_json`)."""
+    if task.kind != "test":
+        return False
+    name = errorsummary_name(world, task)
+    return any(a.name == name and a.storage_type == "s3" for a in artifacts(world, task, run))
+
+
 def render(world: World, task: Task, run: Run, name: str) -> bytes | None:
-    """The bytes of one artifact, or None when the run has no such artifact."""
-    if name not in {a.name for a in artifacts(world, task, run)}:
+    """The bytes of one artifact, or None when the run has no such uploaded artifact."""
+    if not any(a.name == name and a.storage_type == "s3" for a in artifacts(world, task, run)):
         return None
     if name == LIVE_LOG:
         return live_log(world, task, run).encode()
@@ -80,44 +109,48 @@ def _message(world: World, task: Task, run: Run, failure: Failure) -> str:
 
 
 def _log(world: World, task: Task, run: Run) -> tuple[list[str], list[FailureLine]]:
+    """The run's live_backing.log: taskcluster's own lines, then run-task's `[task <time>]`
+    prefix before mozharness's `HH:MM:SS  LEVEL - ` lines, as real test logs have."""
     started = world.time_of(run.started if run.started is not None else run.scheduled)
+    clock = started.strftime("%Y-%m-%d %H:%M:%S.000Z")
     header = [
-        "[taskcluster 0.000Z] Task ID: " + task.task_id,
-        "[taskcluster 0.000Z] Worker Group: " + str(run.worker_group),
-        "[taskcluster 0.000Z] Worker ID: " + str(run.worker_id),
-        "[taskcluster 0.000Z] === Task Starting ===",
+        f"[taskcluster {clock}] Task ID: {task.task_id}",
+        f"[taskcluster {clock}] Worker Group: {run.worker_group}",
+        f"[taskcluster {clock}] Worker ID: {run.worker_id}",
+        f"[taskcluster {clock}] === Task Starting ===",
     ]
     lines = list(header)
     errors: list[FailureLine] = []
     rng = draws.rng(world.seed, "log", task.task_id, run.run_id)
     elapsed = 0.0
 
-    def stamp() -> str:
+    def emit(level: str, text: str) -> int:
         nonlocal elapsed
         elapsed += rng.random() * 20
-        return (started + timedelta(seconds=elapsed)).strftime("%H:%M:%S")
+        moment = started + timedelta(seconds=elapsed)
+        stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        lines.append(f"[task {stamp}] {moment.strftime('%H:%M:%S')} {level:>8} - {text}")
+        return len(lines) - 1
 
     if task.kind == "test":
         for manifest in task.manifests:
-            lines.append(f"{stamp()}     INFO - TEST-START | {manifest}")
+            emit("INFO", f"TEST-START | {manifest}")
         for failure in run.outcome.failures:
             mode = world.catalog.failure_mode(failure.test)
             text = f"TEST-UNEXPECTED-{mode.status} | {failure.test} | "
             text += _message(world, task, run, failure)
-            lines.append(f"{stamp()}     INFO - {text}")
-            errors.append(FailureLine(len(lines), text, failure.test))
+            errors.append(FailureLine(emit("INFO", text), text, failure.test))
             if mode.crash_signature:
                 offset = rng.getrandbits(20)
                 crash = f"PROCESS-CRASH | application crashed [@ {mode.crash_signature} + "
                 crash += f"0x{offset:x}] | {failure.test}"
-                lines.append(f"{stamp()}  WARNING -  {crash}")
-                errors.append(FailureLine(len(lines), crash, failure.test))
+                errors.append(FailureLine(emit("WARNING", crash), crash, failure.test))
         if run.outcome.infra is not None:
             text = "Automation Error: mozprocess timed out after 1800 seconds running the harness"
-            lines.append(f"{stamp()}    ERROR - {text}")
-            errors.append(FailureLine(len(lines), text, None))
+            errors.append(FailureLine(emit("ERROR", text), text, None))
     code = {"completed": 0, "failed": 1}.get(run.state, -1)
-    lines.append(f"[taskcluster {stamp()}] === Task Finished === exit code {code}")
+    ended = (started + timedelta(seconds=elapsed)).strftime("%Y-%m-%d %H:%M:%S.000Z")
+    lines.append(f"[taskcluster {ended}] === Task Finished === exit code {code}")
     return lines, errors
 
 

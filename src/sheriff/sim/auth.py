@@ -13,9 +13,11 @@ DEFAULT_ACCESS_TOKEN = "sheriff-dev-token"
 ANONYMOUS_SCOPES = ("assume:anonymous",)
 
 # What the in-tree action hooks and sheriff's work need; a real deployment grants a
-# client like this through a role.
+# client like this through a role. Actions of the `backfill` permission (backfill,
+# backfill-task) have their own hook, so a client needs both hook scopes.
 DEFAULT_CLIENT_SCOPES = (
-    "hooks:trigger-hook:project-gecko/in-tree-action-3-*",
+    "hooks:trigger-hook:project-gecko/in-tree-action-3-generic/*",
+    "hooks:trigger-hook:project-gecko/in-tree-action-3-backfill/*",
     "queue:cancel-task:gecko-level-3/*",
     "queue:get-artifact:public/*",
 )
@@ -56,9 +58,11 @@ class AuthConfig:
         for repo in repositories:
             path = f"hg.mozilla.org/integration/{repo}"
             config.roles[f"repo:{path}:branch:default"] = _repo_role_scopes(path)
+            # The action tasks' own roles (`assume:repo:<path>:action:<permission>`).
             config.roles[f"repo:{path}:action:*"] = [
                 "queue:create-task:highest:gecko-3/decision-gcp",
-                "hooks:trigger-hook:project-gecko/in-tree-action-3-*",
+                "hooks:trigger-hook:project-gecko/in-tree-action-3-generic/*",
+                "hooks:trigger-hook:project-gecko/in-tree-action-3-backfill/*",
             ]
         config.roles["anonymous"] = ["queue:get-artifact:public/*"]
         return config

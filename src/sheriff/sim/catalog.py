@@ -146,6 +146,7 @@ class Catalog:
                 self.flaky.setdefault(manifest, []).append((test, rate))
                 if draws.unit(self.seed, "known-bug", test) < flaky.known_bug_fraction:
                     self.known_bug[test] = 1_700_000 + int(draws.unit(self.seed, "bug", test) * 2e5)
+        self.flaky_tests = frozenset(t for pairs in self.flaky.values() for t, _ in pairs)
         self._modes: dict[str, FailureMode] = {}
         self.regressed: list[dict[str, list[str]]] = []
         every_test = sorted(self.test_manifest)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sheriff.sim import draws
@@ -23,20 +24,65 @@ _TIMES = {
 }
 _LABELS = {"description": "An array of task labels", "items": {"type": "string"}, "type": "array"}
 
-# name, callback, title, symbol, context, schema, description; in the order Gecko lists them
-# (a client takes the first action of a name whose context matches the task).
-ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | None, str]] = [
-    (
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One entry of actions.json as gecko_taskgraph's registry builds it."""
+
+    name: str
+    callback: str
+    title: str
+    symbol: str
+    context: list[dict[str, str]]
+    schema: dict[str, Any] | None
+    description: str
+    permission: str = "generic"  # the hook: in-tree-action-<level>-<permission>/<hash>
+
+
+_DEPTH = {
+    "default": 19,
+    "description": "The number of previous pushes before the current push to attempt to "
+    "trigger this task on.",
+    "maximum": 25,
+    "minimum": 1,
+    "title": "Depth",
+    "type": "integer",
+}
+_RETRIGGER_FLAG = {
+    "default": True,
+    "description": "If False, the task won't retrigger on pushes that have already ran it.",
+    "title": "Retrigger",
+    "type": "boolean",
+}
+_BACKFILL_TIMES = {
+    "default": 1,
+    "description": "The number of times to execute each job you are backfilling.",
+    "maximum": 10,
+    "minimum": 1,
+    "title": "Times",
+    "type": "integer",
+}
+
+# In the order Gecko's registry sorts them (a client takes the first action of a name whose
+# context matches the task), with today's schemas and permissions (gecko_taskgraph
+# actions/retrigger.py, add_new_jobs.py, confirm_failure.py, backfill.py).
+ACTIONS: list[ActionSpec] = [
+    ActionSpec(
         "retrigger",
         "retrigger-decision",
         "Retrigger",
         "rt",
-        [{"kind": "decision-task"}, {"kind": "action-callback"}, {"kind": "cron-task"}],
+        [
+            {"kind": "decision-task"},
+            {"kind": "action-callback"},
+            {"kind": "cron-task"},
+            {"action": "backfill-task"},
+        ],
         None,
         "Create a clone of the task (retriggering decision, action, and cron tasks requires\n"
         "special scopes).",
     ),
-    (
+    ActionSpec(
         "retrigger",
         "retrigger",
         "Retrigger",
@@ -56,7 +102,7 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         },
         "Create a clone of the task.",
     ),
-    (
+    ActionSpec(
         "retrigger",
         "retrigger-disabled",
         "Retrigger (disabled)",
@@ -78,7 +124,7 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         "Create a clone of the task.\n\nThis type of task should typically be re-run instead of "
         "re-triggered.",
     ),
-    (
+    ActionSpec(
         "add-new-jobs",
         "add-new-jobs",
         "Add new jobs",
@@ -87,16 +133,26 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         {"properties": {"tasks": _LABELS, "times": _TIMES}, "type": "object"},
         "Add new jobs using task labels.",
     ),
-    (
+    ActionSpec(
         "confirm-failures",
         "confirm-failures",
         "Confirm failures in job",
-        "it",
+        "cf",
         [{"kind": "test"}],
-        {"additionalProperties": False, "properties": {"times": _TIMES}, "type": "object"},
+        {
+            "additionalProperties": False,
+            "properties": {
+                "label": {"description": "A task label", "type": "string"},
+                "repeat_args": {"description": "args to pass to test harness", "type": "string"},
+                "suite": {"description": "Test suite", "type": "string"},
+                "test_group": {"description": "A full path to group name", "type": "string"},
+                "test_path": {"description": "A full path to test", "type": "string"},
+            },
+            "type": "object",
+        },
         "Re-run Tests for original manifest, directories or tests for failing tests.",
     ),
-    (
+    ActionSpec(
         "backfill",
         "backfill",
         "Backfill",
@@ -105,15 +161,7 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         {
             "additionalProperties": False,
             "properties": {
-                "depth": {
-                    "default": 9,
-                    "description": "The number of previous pushes before the current push to "
-                    "attempt to trigger this task on.",
-                    "maximum": 25,
-                    "minimum": 1,
-                    "title": "Depth",
-                    "type": "integer",
-                },
+                "depth": _DEPTH,
                 "inclusive": {
                     "default": False,
                     "description": "If true, the backfill will also retrigger the task on the "
@@ -121,22 +169,15 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
                     "title": "Inclusive Range",
                     "type": "boolean",
                 },
-                "testPath": {"title": "Test Path", "type": "string"},
-                "times": {
-                    "default": 1,
-                    "description": "The number of times to execute each job you are backfilling.",
-                    "maximum": 10,
-                    "minimum": 1,
-                    "title": "Times",
-                    "type": "integer",
-                },
+                "retrigger": _RETRIGGER_FLAG,
+                "times": _BACKFILL_TIMES,
             },
             "type": "object",
         },
-        "Take the label of the current task, and trigger the task with that label on previous "
-        "pushes in the same project.",
+        "Given a task schedule it on previous pushes in the same project.",
+        permission="backfill",
     ),
-    (
+    ActionSpec(
         "backfill-task",
         "backfill-task",
         "Backfill task on a push.",
@@ -145,6 +186,7 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         {
             "properties": {
                 "label": {"description": "A task label", "type": "string"},
+                "retrigger": _RETRIGGER_FLAG,
                 "revision": {
                     "description": "Revision of the original push from where we backfill.",
                     "type": "string",
@@ -159,29 +201,15 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
                     "items": {"type": "string"},
                     "type": "array",
                 },
-                "times": {
-                    "default": 1,
-                    "description": "The number of times to execute each job you are backfilling.",
-                    "maximum": 8,
-                    "minimum": 1,
-                    "title": "Times",
-                    "type": "integer",
-                },
-                "retrigger": {
-                    "default": True,
-                    "description": "If False, the task won't retrigger on pushes that have "
-                    "already ran it.",
-                    "title": "Retrigger",
-                    "type": "boolean",
-                },
+                "times": _BACKFILL_TIMES,
             },
-            "required": ["label"],
             "type": "object",
         },
         "This action is normally scheduled by the backfill action. The intent is to schedule a "
         "task on previous pushes.",
+        permission="backfill",
     ),
-    (
+    ActionSpec(
         "retrigger-multiple",
         "retrigger-multiple",
         "Retrigger",
@@ -204,37 +232,45 @@ ACTIONS: list[tuple[str, str, str, str, list[dict[str, str]], dict[str, Any] | N
         "Create a clone of the task.",
     ),
 ]
+PERMISSIONS = ("generic", "backfill")
 
 
-def hook_id(world: World) -> str:
-    """The in-tree action hook of the scenario's repository (one per level and permission)."""
-    return (
-        f"in-tree-action-3-generic/{draws.hexid(world.seed, 10, 'hook', world.scenario.repository)}"
-    )
+def hook_id(world: World, permission: str = "generic") -> str:
+    """The in-tree action hook of a permission: one per level and permission, all named after
+    the hash of the repository's .taskcluster.yml."""
+    digest = draws.hexid(world.seed, 10, "hook", world.scenario.repository)
+    return f"in-tree-action-3-{permission}/{digest}"
+
+
+def action_spec(callback: str) -> ActionSpec | None:
+    return next((a for a in ACTIONS if a.callback == callback), None)
 
 
 def actions_json(world: World, push: Push) -> dict[str, Any]:
     """The decision task's `public/actions.json` (version 1)."""
     repo = world.scenario.repository
     entries = []
-    for name, callback, title, symbol, context, schema, description in ACTIONS:
+    for spec in ACTIONS:
         entry: dict[str, Any] = {
-            "context": context,
-            "description": description,
-            "extra": {"actionPerm": "generic"},
+            "context": spec.context,
+            "description": spec.description,
+            "extra": {"actionPerm": spec.permission},
             "hookGroupId": HOOK_GROUP_ID,
-            "hookId": hook_id(world),
+            "hookId": hook_id(world, spec.permission),
             "hookPayload": {
                 "decision": {
                     "action": {
-                        "cb_name": callback,
-                        "description": description,
-                        "name": name,
-                        "symbol": symbol,
+                        "cb_name": spec.callback,
+                        "description": spec.description,
+                        "name": spec.name,
+                        "symbol": spec.symbol,
                         "taskGroupId": push.decision_task_id,
-                        "title": title,
+                        "title": spec.title,
                     },
                     "push": {
+                        "base_revision": world.pushes[push.index - 1].revision
+                        if push.index
+                        else push.revision,
                         "owner": ACTION_OWNER,
                         "pushlog_id": str(push.pushlog_id),
                         "revision": push.revision,
@@ -252,21 +288,32 @@ def actions_json(world: World, push: Push) -> dict[str, Any]:
                 },
             },
             "kind": "hook",
-            "name": name,
-            "title": title,
+            "name": spec.name,
+            "title": spec.title,
         }
-        if schema is not None:
-            entry["schema"] = schema
+        if spec.schema is not None:
+            entry["schema"] = spec.schema
         entries.append(entry)
     return {"actions": entries, "variables": {}, "version": 1}
 
 
+def parameters(world: World, push: Push) -> dict[str, Any]:
+    """The decision task's parameters (a few of Gecko's), as parameters.yml holds them."""
+    return {
+        "head_repository": f"https://hg.mozilla.org/integration/{world.scenario.repository}",
+        "head_rev": push.revision,
+        "level": "3",
+        "owner": push.author,
+        "project": world.scenario.repository,
+        "pushlog_id": str(push.pushlog_id),
+        "tasks_for": "hg-push",
+    }
+
+
 def action_schema(callback: str) -> dict[str, Any]:
     """The input schema of a callback (empty object schema when it takes no input)."""
-    for _, name, _, _, _, schema, _ in ACTIONS:
-        if name == callback and schema is not None:
-            return schema
-    return {"type": "object"}
+    spec = action_spec(callback)
+    return spec.schema if spec is not None and spec.schema is not None else {"type": "object"}
 
 
 def artifact(world: World, task: Task, name: str) -> bytes | None:
@@ -289,14 +336,6 @@ def artifact(world: World, task: Task, name: str) -> bytes | None:
             world._tests_by_manifest_gz = cached  # type: ignore[attr-defined]
         return cached
     if name == "public/parameters.yml":
-        lines = [
-            f"head_repository: https://hg.mozilla.org/integration/{world.scenario.repository}",
-            f"head_rev: {push.revision}",
-            f"project: {world.scenario.repository}",
-            f"pushlog_id: '{push.pushlog_id}'",
-            f"owner: {push.author}",
-            "level: '3'",
-            "tasks_for: hg-push",
-        ]
+        lines = [f"{key}: {json.dumps(value)}" for key, value in parameters(world, push).items()]
         return ("\n".join(lines) + "\n").encode()
     return None

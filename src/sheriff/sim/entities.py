@@ -90,6 +90,9 @@ class Task:
     symbol_suffix: str = ""
     group_suffix: str = ""
     action_info: dict[str, Any] | None = None  # for action tasks: the rendered hook task
+    action_tag: str | None = None  # tags.action Gecko's callback gave it (None: untagged)
+    test_paths_env: str | None = None  # MOZHARNESS_TEST_PATHS as an action wrote it
+    confirm_paths_env: str | None = None  # MOZHARNESS_CONFIRM_PATHS (confirm-failure)
     retries: int = 5
     runs: list[Run] = field(default_factory=list)
     classified: bool = False
@@ -105,16 +108,25 @@ class Task:
         return self.retries - sum(1 for r in self.runs if r.reason_created == "retry")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Job:
-    """Treeherder's record of one resolved run, once ingested."""
+    """Treeherder's record of one run: listed from its first Pulse message on (pending),
+    moved forward as the later ones arrive, parsed once it completed with logs."""
 
     job_id: int
     task: Task
     run_id: int
-    ingested: float
-    parsed: float
-    parse_failed: bool
-    classification: int
+    ingested: float  # when Treeherder first listed the run
+    state: str = "pending"  # Treeherder's view: pending, running, completed
+    last_modified: float = 0.0
+    completed: float | None = None  # when Treeherder learnt that the run resolved
+    parsed: float | None = None  # when its logs are parsed (None: no logs, or not yet due)
+    parse_failed: bool = False
+    classification: int = 1
+    note: tuple[str, str, float] | None = None  # (who, text, when) of a JobNote
     # Per error line, once parsed: (times Treeherder saw the line before, new in this push).
     line_history: list[tuple[int, bool]] | None = None
+    new_failure: bool = False  # a line was new when parsed (treeherder/etl/artifact.py)
+    # Its errorsummary's groups (manifests), and those that failed; empty without one.
+    groups: frozenset[str] = frozenset()
+    error_groups: frozenset[str] = frozenset()

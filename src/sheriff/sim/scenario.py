@@ -42,6 +42,9 @@ class Suite(_Strict):
     tests_per_manifest: int = Field(ge=1)
     duration_minutes: tuple[float, float]
     tier: int = Field(1, ge=1, le=3)
+    # Gecko's `retrigger` attribute (tags.retrigger): false makes `retrigger` refuse the
+    # label unless forced, and `retrigger-multiple` rerun its tasks instead of cloning.
+    retriggerable: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> Suite:
@@ -93,8 +96,10 @@ class TreeherderDelays(_Strict):
     ingest_delay_minutes: tuple[float, float] = (1.0, 4.0)
     parse_delay_minutes: tuple[float, float] = (2.0, 8.0)
     parse_failure_rate: float = Field(0.0, ge=0, le=1)
+    # After a classified failure's log is parsed, until a person classifies it.
+    classification_delay_minutes: tuple[float, float] = (20.0, 120.0)
 
-    @field_validator("ingest_delay_minutes", "parse_delay_minutes")
+    @field_validator("ingest_delay_minutes", "parse_delay_minutes", "classification_delay_minutes")
     @classmethod
     def _range(cls, value: tuple[float, float]) -> tuple[float, float]:
         if not 0 <= value[0] <= value[1]:

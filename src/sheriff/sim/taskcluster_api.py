@@ -77,12 +77,14 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
         except AuthFailed as exc:
             raise TaskclusterError(401, "AuthenticationFailed", str(exc)) from None
 
-    async def require(request: Request, scope: str) -> None:
+    async def require(request: Request, scope: str) -> str | None:
+        """The caller's client id, once it holds `scope` (403 otherwise)."""
         client_id, scopes = await caller_scopes(request)
         if not satisfies(scopes, scope):
             who = f"Client ID {client_id}" if client_id else "An unauthenticated request"
             message = f"{who} does not have sufficient scopes. You are missing the scope {scope}"
             raise TaskclusterError(403, "InsufficientScopes", message)
+        return client_id
 
     def get_task(task_id: str) -> Task:
         task = world.tasks.get(task_id)
@@ -137,25 +139,47 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
             page_cache.move_to_end(key)
         return raw(cached[1])
 
-    def _artifact_list(task: Task, run_id: int | None) -> dict[str, Any]:
+    def _artifact_list(
+        task: Task, run_id: int | None, continuation: str | None, limit: int
+    ) -> dict[str, Any]:
         if not task.runs:
             raise TaskclusterError(404, "ResourceNotFound", f"Task {task.task_id} has no runs")
         run = task.runs[-1 if run_id is None else run_id]
         expires = taskdefs.status(world, task)["expires"]
+        found = artifacts(world, task, run)
+        # Pages of up to 1,000 (`limit` fewer), as the Queue's paginateResults.
+        offset = _decode_token(continuation) if continuation else 0
+        limit = max(1, min(limit, MAX_LIST_LIMIT))
         items = [
-            {"storageType": "s3", "name": a.name, "expires": expires, "contentType": a.content_type}
-            for a in artifacts(world, task, run)
+            {
+                "storageType": a.storage_type,
+                "name": a.name,
+                "expires": expires,
+                "contentType": a.content_type,
+            }
+            for a in found[offset : offset + limit]
         ]
-        return {"artifacts": items}
+        out: dict[str, Any] = {"artifacts": items}
+        if offset + limit < len(found):
+            out["continuationToken"] = _encode_token(offset + limit)
+        return out
 
     @router.get("/api/queue/v1/task/{task_id}/artifacts")
-    async def list_latest_artifacts(task_id: str, request: Request) -> dict[str, Any]:
+    async def list_latest_artifacts(
+        task_id: str, request: Request, continuationToken: str | None = None, limit: int = 1000
+    ) -> dict[str, Any]:
         await caller_scopes(request)
         with world.lock:
-            return _artifact_list(get_task(task_id), None)
+            return _artifact_list(get_task(task_id), None, continuationToken, limit)
 
     @router.get("/api/queue/v1/task/{task_id}/runs/{run_id}/artifacts")
-    async def list_artifacts(task_id: str, run_id: int, request: Request) -> dict[str, Any]:
+    async def list_artifacts(
+        task_id: str,
+        run_id: int,
+        request: Request,
+        continuationToken: str | None = None,
+        limit: int = 1000,
+    ) -> dict[str, Any]:
         await caller_scopes(request)
         with world.lock:
             task = get_task(task_id)
@@ -163,12 +187,18 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
                 raise TaskclusterError(
                     404, "ResourceNotFound", f"Task {task_id} has no run {run_id}"
                 )
-            return _artifact_list(task, run_id)
+            return _artifact_list(task, run_id, continuationToken, limit)
 
     def _artifact_redirect(request: Request, task: Task, run_id: int, name: str) -> Response:
         run = task.runs[run_id]
-        if name not in {a.name for a in artifacts(world, task, run)}:
+        found = next((a for a in artifacts(world, task, run) if a.name == name), None)
+        if found is None:
             raise TaskclusterError(404, "ResourceNotFound", f"Artifact not found: {name}")
+        if found.storage_type == "error":
+            # services/queue/src/artifacts.js: an error artifact answers 424 with its reason.
+            body = json.dumps({"reason": found.reason, "message": found.message})
+            headers = {"x-taskcluster-artifact-storage-type": "error"}
+            return Response(body, status_code=424, media_type=JSON, headers=headers)
         location = f"{root_url(request)}/__sim__/artifacts/{task.task_id}/{run_id}/{name}"
         # Like the real Queue: a 303 whose JSON body names the same URL, for API clients.
         body = json.dumps({"storageType": "s3", "url": location})
@@ -246,13 +276,13 @@ def taskcluster_router(world: World, auth: AuthConfig) -> APIRouter:
 
     @router.post("/api/hooks/v1/hooks/{hook_group}/{hook_id:path}/trigger")
     async def hooks_trigger(hook_group: str, hook_id: str, request: Request) -> Response:
-        await require(request, f"hooks:trigger-hook:{hook_group}/{hook_id}")
+        client_id = await require(request, f"hooks:trigger-hook:{hook_group}/{hook_id}")
         try:
             payload = json.loads(await request.body() or b"{}")
         except ValueError:
             raise TaskclusterError(400, "MalformedPayload", "payload is not JSON") from None
         try:
-            task = trigger_hook(world, hook_group, hook_id, payload)
+            task = trigger_hook(world, hook_group, hook_id, payload, client_id)
         except HookNotFound as exc:
             raise TaskclusterError(404, "ResourceNotFound", str(exc)) from None
         except HookPayloadError as exc:
@@ -294,7 +324,12 @@ def _task_group_page(
         + "}"
         for t in page
     ]
-    body = '{"taskGroupId":' + json.dumps(group_id) + ',"tasks":[' + ",".join(parts) + "]"
+    # The group's own fields (queue api.js listTaskGroup): its scheduler, the latest expiry
+    # of its tasks; `sealed` only once sealed, which Gecko's groups never are.
+    # (Test tasks expire after 28 days, long before the decision and action tasks.)
+    expires = max(taskdefs.status_expires(world, t) for t in members if t.kind != "test")
+    head = {"taskGroupId": group_id, "schedulerId": taskdefs.SCHEDULER_ID, "expires": expires}
+    body = json.dumps(head, separators=(",", ":"))[:-1] + ',"tasks":[' + ",".join(parts) + "]"
     if offset + limit < len(members):
         body += ',"continuationToken":' + json.dumps(_encode_token(offset + limit))
     return body + "}"

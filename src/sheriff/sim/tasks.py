@@ -113,25 +113,30 @@ def _test_definition(world: World, task: Task) -> dict[str, Any]:
         {
             "MOZHARNESS_SCRIPT": "desktop_unittest.py",
             "MOZHARNESS_CONFIG": f"unittests/{os_name}_unittest.py",
-            "MOZHARNESS_TEST_PATHS": json.dumps({suite.name: list(task.manifests)}),
+            "MOZHARNESS_TEST_PATHS": task.test_paths_env
+            or json.dumps({suite.name: list(task.manifests)}, sort_keys=True),
             "TASKCLUSTER_CACHES": "/builds/worker/checkouts",
         }
     )
+    if task.confirm_paths_env:
+        env["MOZHARNESS_CONFIRM_PATHS"] = task.confirm_paths_env
+        env["MOZLOG_DUMP_ALL_TESTS"] = "1"
     artifacts_dir = "/builds/worker/workspace/build/blobber_upload_dir/"
     tags = {
         "createdForUser": task.push.author,
         "kind": "test",
         "label": task.label,
         "os": os_name,
-        "retrigger": "true",
         "test-platform": f"{platform.platform}/{platform.collection}",
         "test-suite": suite.name,
         "test-type": test_type(suite.name),
         "trust-domain": "gecko",
         "worker-implementation": "docker-worker" if os_name == "linux" else "generic-worker",
     }
-    if task.action:
-        tags["action"] = task.action
+    if suite.retriggerable:
+        tags["retrigger"] = "true"
+    if task.action_tag:
+        tags["action"] = task.action_tag
     description = f"{suite.name} run ([Treeherder push]"
     description += f"(https://treeherder.mozilla.org/#/jobs?repo={scenario.repository}"
     description += f"&revision={task.push.revision}))"
@@ -213,7 +218,11 @@ def _decision_definition(world: World, task: Task) -> dict[str, Any]:
         "priority": "very-high",
         "retries": task.retries,
         **_times(world, task, 365),
-        "scopes": [f"assume:repo:hg.mozilla.org/integration/{repo}:branch:default"],
+        "scopes": [
+            f"assume:repo:hg.mozilla.org/integration/{repo}:branch:default",
+            f"queue:route:notify.email.{push.author}.*",
+            "in-tree:hook-action:project-gecko/in-tree-action-3-*",
+        ],
         "payload": {
             "artifacts": {"public": {"path": "/builds/worker/artifacts", "type": "directory"}},
             "command": [
@@ -264,6 +273,11 @@ def run_dict(world: World, run: Run) -> dict[str, Any]:
         out["reasonResolved"] = run.reason_resolved
         out["resolved"] = world.iso(run.resolved)
     return out
+
+
+def status_expires(world: World, task: Task) -> str:
+    """A task's expiry (decision and action tasks a year, test tasks 28 days)."""
+    return _times(world, task, 365 if task.kind != "test" else 28)["expires"]
 
 
 def status(world: World, task: Task) -> dict[str, Any]:

@@ -6,8 +6,10 @@ import hashlib
 import re
 from typing import Any
 
-from sheriff.sim.artifacts import LIVE_LOG, errorsummary_name, failure_lines
+from sheriff.sim.artifacts import LIVE_LOG, errorsummary_listed, errorsummary_name, failure_lines
+from sheriff.sim.bugs import open_bugs
 from sheriff.sim.entities import Job, Push
+from sheriff.sim.etl import MAX_ERROR_LINES, has_logs
 from sheriff.sim.tasks import job_guid, treeherder_extra
 from sheriff.sim.world import World, platform_os
 
@@ -21,7 +23,7 @@ FAILURE_CLASSIFICATIONS = [
     {"id": 5, "name": "infra"},
     {"id": 6, "name": "new failure not classified"},
     {"id": 7, "name": "autoclassified intermittent"},
-    {"id": 8, "name": "intermittent needs bug"},
+    {"id": 8, "name": "intermittent needs bugid"},  # its name in Treeherder's fixture
 ]
 
 
@@ -58,7 +60,7 @@ def push_dict(world: World, push: Push) -> dict[str, Any]:
                 "repository_id": REPOSITORY_ID,
                 "revision": push.revision,
                 "author": f"{push.author.split('@')[0]} <{push.author}>",
-                "comments": comment,
+                "comments": comment,  # CommitSerializer's name (the API's)
             }
         ],
         "branch": None,
@@ -71,6 +73,8 @@ def push_dict(world: World, push: Push) -> dict[str, Any]:
 def _result(job: Job) -> str:
     task = job.task
     run = task.runs[job.run_id]
+    if job.state != "completed":
+        return "unknown"  # pending and running jobs (taskcluster_pulse/handler.py)
     if run.state == "completed":
         return "success"
     if run.state == "failed":
@@ -100,14 +104,15 @@ def job_dict(world: World, job: Job) -> dict[str, Any]:
     group_name = th.get("groupName", "unknown")
     group_symbol = th.get("groupSymbol", "?")
     epoch = world.start.timestamp()
-    started = run.started if run.started is not None else run.scheduled
+    started = run.started if run.started is not None and job.state != "pending" else None
+    ended = run.resolved if job.state == "completed" else None
     return {
         "build_architecture": "x86_64",
         "build_os": platform_os(platform),
         "build_platform": platform,
         "build_platform_id": _small_id("build:" + platform),
         "build_system_type": "taskcluster",
-        "end_timestamp": int(epoch + (run.resolved or started) * 60),
+        "end_timestamp": int(epoch + ended * 60) if ended is not None else 0,
         "failure_classification_id": job.classification,
         "id": job.job_id,
         "job_group_description": "",
@@ -119,7 +124,7 @@ def job_dict(world: World, job: Job) -> dict[str, Any]:
         "job_type_id": _small_id("type:" + task.label),
         "job_type_name": task.label,
         "job_type_symbol": th["symbol"],
-        "last_modified": _treeherder_time(world, job.ingested),
+        "last_modified": _treeherder_time(world, job.last_modified),
         "machine_name": run.worker_id or "unknown",
         "machine_platform_architecture": "x86_64",
         "machine_platform_os": platform_os(platform),
@@ -131,8 +136,8 @@ def job_dict(world: World, job: Job) -> dict[str, Any]:
         "result": _result(job),
         "result_set_id": task.push.push_id,
         "signature": hashlib.sha1(f"{platform}{option}{task.label}".encode()).hexdigest(),
-        "start_timestamp": int(epoch + started * 60),
-        "state": "completed",
+        "start_timestamp": int(epoch + started * 60) if started is not None else 0,
+        "state": job.state,
         "submit_timestamp": int(epoch + run.scheduled * 60),
         "tier": th.get("tier", 1),
         "who": task.push.author,
@@ -169,21 +174,25 @@ def job_row(world: World, job: Job) -> list[Any]:
     """A job as `/api/jobs/` lists it: a list of values in `JOB_PROPERTY_NAMES` order."""
     full = job_dict(world, job)
     run = job.task.runs[job.run_id]
-    started = run.started if run.started is not None else run.scheduled
-    seconds = max(((run.resolved or started) - started) * 60, 60)
-    full["duration"] = max(round(seconds / 60), 1)
+    # Treeherder's duration: end (or now) minus start (or submit), in whole minutes.
+    started = run.started if job.state != "pending" and run.started is not None else run.scheduled
+    ended = run.resolved if job.state == "completed" and run.resolved else world.minutes
+    full["duration"] = max(round(ended - started), 1)
     full["push_revision"] = job.task.push.revision
     return [full[name] for name in JOB_PROPERTY_NAMES]
 
 
 def parse_status(world: World, job: Job) -> str:
-    if world.minutes < job.parsed:
+    if job.parsed is None or world.minutes < job.parsed:
         return "pending"
     return "failed" if job.parse_failed else "parsed"
 
 
 def log_urls(world: World, root_url: str, job: Job) -> list[dict[str, Any]]:
-    """`/api/project/<repo>/job-log-url/?job_id=`: the job's logs and their parse status."""
+    """`/api/project/<repo>/job-log-url/?job_id=`: the job's logs and their parse status;
+    none before the run completed, and none for an exception run (handler.py)."""
+    if not has_logs(job):
+        return []
     task = job.task
     base = f"{root_url}/api/queue/v1/task/{task.task_id}/runs/{job.run_id}/artifacts/"
     status = parse_status(world, job)
@@ -196,8 +205,7 @@ def log_urls(world: World, root_url: str, job: Job) -> list[dict[str, Any]]:
             "parse_status": status,
         }
     ]
-    run = task.runs[job.run_id]
-    if task.kind == "test" and run.outcome.infra is None and run.reason_resolved != "canceled":
+    if errorsummary_listed(world, task, task.runs[job.run_id]):
         logs.append(
             {
                 "id": job.job_id * 10 + 1,
@@ -211,32 +219,16 @@ def log_urls(world: World, root_url: str, job: Job) -> list[dict[str, Any]]:
 
 
 def bug_suggestions(world: World, job: Job) -> list[dict[str, Any]]:
-    """`/api/project/<repo>/jobs/<id>/bug_suggestions/` (empty until the log is parsed)."""
+    """`/api/project/<repo>/jobs/<id>/bug_suggestions/` (empty until the log is parsed): one
+    entry per error line the parser kept (at most 40), its bugs from Bugscache.search."""
     if parse_status(world, job) != "parsed":
         return []
     task = job.task
     run = task.runs[job.run_id]
     out = []
-    lines = failure_lines(world, task, run)
+    lines = failure_lines(world, task, run)[:MAX_ERROR_LINES]
     history = job.line_history or [(0, False)] * len(lines)
     for line, (counter, new_in_rev) in zip(lines, history, strict=True):
-        open_recent = []
-        bug = world.catalog.known_bug.get(line.test) if line.test else None
-        if bug is not None:
-            open_recent.append(
-                {
-                    "id": bug,
-                    "status": "NEW",
-                    "resolution": "",
-                    "summary": f"Intermittent {line.test} | single tracking bug",
-                    "crash_signature": "",
-                    "keywords": "intermittent-failure,intermittent-testcase",
-                    "whiteboard": "",
-                    "dupe_of": None,
-                    "internal_id": bug - 1_000_000,
-                    "occurrences": None,
-                }
-            )
         # As Treeherder's search terms: a test's file name, or a crash's signature.
         tokens = line.text.split(" | ")
         if line.text.startswith("PROCESS-CRASH") and len(tokens) >= 3:
@@ -248,7 +240,7 @@ def bug_suggestions(world: World, job: Job) -> list[dict[str, Any]]:
                 "search": line.text,
                 "path_end": line.test,
                 "search_terms": terms,
-                "bugs": {"open_recent": open_recent, "all_others": []},
+                "bugs": {"open_recent": open_bugs(world, task, line), "all_others": []},
                 "line_number": line.line_number,
                 "counter": counter,
                 "failure_new_in_rev": new_in_rev,

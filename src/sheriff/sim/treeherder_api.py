@@ -150,16 +150,17 @@ def treeherder_router(world: World) -> APIRouter:
         check_repo(repo)
         with world.lock:
             job = get_job(job_id)
-            if job.classification == 1:
-                return []
+            if job.note is None:
+                return []  # 6 and 8 are set on the job alone, without a note
+            who, text, when = job.note
             return [
                 {
                     "id": job.job_id,
                     "job_id": job.job_id,
                     "failure_classification_id": job.classification,
-                    "created": world.time_of(job.ingested).strftime("%Y-%m-%dT%H:%M:%S.%f"),
-                    "who": "sheriff@mozilla.com",
-                    "text": "",
+                    "created": world.time_of(when).strftime("%Y-%m-%dT%H:%M:%S.%f"),
+                    "who": who,
+                    "text": text,
                 }
             ]
 

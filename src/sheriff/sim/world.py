@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sheriff.errors import SheriffError
-from sheriff.sim import draws
+from sheriff.sim import draws, etl
 from sheriff.sim.catalog import Catalog
 from sheriff.sim.entities import (
     INFRA_EXCEPTION,
@@ -66,6 +66,7 @@ class World:
         self.index: dict[str, str] = {}
         self.jobs: dict[int, Job] = {}
         self.jobs_by_task: dict[str, list[Job]] = {}
+        self.th = etl.Ingested()
         self.transitions: list[Transition] = list(listeners or [])
         self.action_created: Counter[tuple[int, str, str]] = Counter()
         self.line_counts: Counter[str] = Counter()
@@ -222,26 +223,38 @@ class World:
         *,
         parent: str,
         action: str | None = None,
+        action_tag: str | None = None,
+        label: str | None = None,
         manifests: tuple[str, ...] | None = None,
         symbol_suffix: str = "",
         group_suffix: str = "",
+        test_paths_env: str | None = None,
+        confirm_paths_env: str | None = None,
     ) -> Task:
-        """Create a test task of `spec`'s label on `push`, pending now."""
-        copy = push.label_copies.get(spec.label, 0)
-        push.label_copies[spec.label] = copy + 1
+        """Create a test task of `spec`'s label (or `label`) on `push`, pending now.
+
+        `action` is the callback that created it (None: the decision task), `action_tag`
+        the `tags.action` Gecko gives such tasks (None: untagged).
+        """
+        label = label or spec.label
+        copy = push.label_copies.get(label, 0)
+        push.label_copies[label] = copy + 1
         task = Task(
-            task_id=draws.slug(self.seed, "task", push.index, spec.label, copy),
+            task_id=draws.slug(self.seed, "task", push.index, label, copy),
             kind="test",
             push=push,
-            label=spec.label,
+            label=label,
             created=self.minutes,
             parent=parent,
             spec=spec,
             manifests=spec.manifests if manifests is None else manifests,
             copy=copy,
             action=action,
+            action_tag=action_tag,
             symbol_suffix=symbol_suffix,
             group_suffix=group_suffix,
+            test_paths_env=test_paths_env,
+            confirm_paths_env=confirm_paths_env,
         )
         if action is None:
             task.classified = (
@@ -249,7 +262,7 @@ class World:
                 < self.scenario.classified_fraction
             )
         else:
-            self.action_created[(push.index, spec.label, action)] += 1
+            self.action_created[(push.index, label, action)] += 1
         self._add_task(task, self._draw_outcome(task, 0))
         return task
 
@@ -272,6 +285,7 @@ class World:
         self._touch(task)
         self._at(self.minutes + outcome.wait, "start", (task, run))
         self._emit("task-pending", task, run)
+        etl.run_changed(self, task, run, "pending")
 
     def _on_start(self, subject: tuple[Task, Run]) -> None:
         task, run = subject
@@ -285,6 +299,7 @@ class World:
         self._touch(task)
         self._at(self.minutes + run.outcome.duration, "resolve", (task, run))
         self._emit("task-running", task, run)
+        etl.run_changed(self, task, run, "running")
 
     def _on_resolve(self, subject: tuple[Task, Run]) -> None:
         task, run = subject
@@ -311,7 +326,7 @@ class World:
         self._emit(f"task-{outcome.state}", task, run)
         if outcome.state == "exception" and task.retries_left > 0:
             self._new_run(task, "retry", self._draw_outcome(task, run.run_id + 1))
-        self._schedule_ingestion(task, run)
+        etl.run_changed(self, task, run, "completed")
 
     def cancel(self, task_id: str) -> Task:
         """Cancel a task as `queue.cancelTask` does: an unresolved run ends `exception`."""
@@ -324,8 +339,16 @@ class World:
                 run.resolved = self.minutes
                 self._touch(task)
                 self._emit("task-exception", task, run)
-                self._schedule_ingestion(task, run)
+                etl.run_changed(self, task, run, "completed")
             return task
+
+    def rerun(self, task: Task) -> bool:
+        """`queue.rerunTask`: a failed or exception task gets a new run (reasonCreated
+        `rerun`); anything else is left alone (Gecko's `_rerun_task` checks the state)."""
+        if task.kind != "test" or task.state not in ("failed", "exception"):
+            return False
+        self._new_run(task, "rerun", self._draw_outcome(task, len(task.runs)))
+        return True
 
     def task(self, task_id: str) -> Task:
         task = self.tasks.get(task_id)
@@ -394,56 +417,20 @@ class World:
         ]
         return flaky, regressed
 
-    # -- Treeherder ---------------------------------------------------------------------
+    # -- Treeherder (sheriff.sim.etl) ----------------------------------------------------
 
-    def _schedule_ingestion(self, task: Task, run: Run) -> None:
-        th = self.scenario.treeherder
-        keys = (task.task_id, run.run_id)
-        low, high = th.ingest_delay_minutes
-        ingest = low + draws.unit(self.seed, "ingest", *keys) * (high - low)
-        self._at(self.minutes + ingest, "ingest", (task, run))
+    def later(self, minutes: float, action: Callable[..., None], *args: Any) -> None:
+        """Call `action(*args)` `minutes` from now on the virtual clock."""
+        self._at(self.minutes + minutes, "call", (action, args))
 
-    def _on_ingest(self, subject: tuple[Task, Run]) -> None:
-        task, run = subject
-        th = self.scenario.treeherder
-        keys = (task.task_id, run.run_id)
-        low, high = th.parse_delay_minutes
-        parse = low + draws.unit(self.seed, "parse", *keys) * (high - low)
-        # `faults.log_parse_failures` adds to the scenario's own rate, on the same draw, so
-        # that a faulty play's failed parses are a superset of the clean play's.
-        failure_rate = min(1.0, th.parse_failure_rate + self.scenario.faults.log_parse_failures)
-        failed = draws.unit(self.seed, "parse-failed", *keys) < failure_rate
-        classification = 4 if task.classified and run.state == "failed" else 1
-        job = Job(
-            self._next_job_id,
-            task,
-            run.run_id,
-            self.minutes,
-            self.minutes + parse,
-            failed,
-            classification,
-        )
+    def _on_call(self, subject: tuple[Callable[..., None], tuple[Any, ...]]) -> None:
+        action, args = subject
+        action(*args)
+
+    def next_job_id(self) -> int:
+        job_id = self._next_job_id
         self._next_job_id += 1
-        self.jobs[job.job_id] = job
-        self.jobs_by_task.setdefault(task.task_id, []).append(job)
-        task.push.jobs.append(job)
-        if not failed and task.kind == "test" and (run.outcome.failures or run.outcome.infra):
-            self._at(job.parsed, "parse", job)
-
-    def _on_parse(self, job: Job) -> None:
-        """Count the job's error lines as Treeherder's line cache does, in parse order."""
-        from sheriff.sim.artifacts import failure_lines
-        from sheriff.sim.treeherder import cache_clean_line
-
-        run = job.task.runs[job.run_id]
-        history = []
-        for line in failure_lines(self, job.task, run):
-            key = cache_clean_line(line.text)
-            seen = self.line_counts[key]
-            first = self.line_first_push.setdefault(key, job.task.push.index)
-            history.append((seen, first == job.task.push.index))
-            self.line_counts[key] += 1
-        job.line_history = history
+        return job_id
 
     # -- listeners, truth and counters ----------------------------------------------------
 

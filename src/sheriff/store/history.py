@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+from sheriff.model.failure_lines import failing_test, failure_lines_from_bug_suggestions
 from sheriff.model.history import CaseHistory, EarlierRuns, PastCase, Priors, fit_priors
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
@@ -117,12 +117,6 @@ def fleet_priors(conn: sa.Connection, repository_id: int) -> Priors:
     priors = fit_priors(past_cases(conn, repository_id))
     _FITTED[key] = (marker, priors)
     return priors
-
-
-def failing_test(line: str) -> str | None:
-    """The test path of a `TEST-UNEXPECTED-… | path | message` line."""
-    parts = [p.strip() for p in line.split("|")]
-    return parts[1] if len(parts) >= 2 and parts[1] else None
 
 
 # A finished test run: job id, configuration (machine platform id, option collection),

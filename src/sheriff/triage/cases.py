@@ -21,14 +21,22 @@ import sqlalchemy as sa
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import strategy
 from sheriff.model.case import (
+    CLASSIFICATION_NAMES,
     CaseState,
     ErrorSummaryState,
     OriginalRun,
     eligibility,
+    is_persons_classification,
     state_after_eligibility,
 )
 from sheriff.model.errorsummary import FailureKind, StructuredFailure
-from sheriff.model.policy import CaseEvidence, DecisionKind, Policy, RunEvidence
+from sheriff.model.policy import (
+    UNPARSABLE_LOG,
+    CaseEvidence,
+    DecisionKind,
+    Policy,
+    RunEvidence,
+)
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import action_request, job, job_type, push, task_queue, triage_case
 from sheriff.triage.observe import latest_runs, observations
@@ -71,7 +79,10 @@ def open_cases(conn: sa.Connection, push_ids: Sequence[int], policy: str, now: d
         .where(
             job.c.push_id.in_(list(push_ids)),
             job.c.job_kind == "test",
+            # Tasks an action created are evidence, never cases: tagged by Gecko, or (when
+            # it tagged nothing) with an action task as their parent.
             job.c.action.is_(None),
+            job.c.parent_task_id.is_(None),
             job.c.state == "completed",
             job.c.result.in_(FAILED_RESULTS),
             ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
@@ -132,7 +143,7 @@ def run_evidence(row: Mapping[str, Any], obs: Mapping[str, Any] | None, mine: bo
         failure_lines=tuple((obs or {}).get("failure_lines") or ()) if lines_known else (),
         structured_failures=_structured((obs or {}).get("structured_failures")),
         requested_by_sheriff=mine,
-        log_unparsed=parse in ("failed", "skipped-size"),
+        log_unparsed=parse in UNPARSABLE_LOG,
     )
 
 
@@ -231,6 +242,7 @@ def advance_push(
                     errorsummary=ErrorSummaryState(summary)
                     if summary
                     else ErrorSummaryState.UNKNOWN,
+                    retriggerable=bool(original["retriggerable"]),
                 ),
                 queue_prefixes,
             )
@@ -243,6 +255,23 @@ def advance_push(
                 continue
             if state is CaseState.NEW and verdict.status.value == "undetermined":
                 continue
+        elif is_persons_classification(o.get("classification_id")):
+            # A person classified the failure while sheriff was deciding: theirs is the
+            # verdict. Sheriff's runs still to come are no longer needed.
+            classification = o["classification_id"]
+            name = CLASSIFICATION_NAMES.get(classification, "classified")
+            reason = (
+                f"classified by a person in Treeherder after sheriff opened the case "
+                f"(failure classification {classification}, {name}): left alone"
+            )
+            _decide(conn, case, CaseState.CLASSIFIED.value, reason, None, now)
+            plan.decided[CaseState.CLASSIFIED.value] += 1
+            plan.cancel.extend(
+                r["task_id"]
+                for r in by_label[case["label"]]
+                if r["parent_task_id"] in mine and r["state"] != "completed"
+            )
+            continue
         others = [
             r
             for r in by_label[case["label"]]

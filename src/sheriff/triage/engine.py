@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -31,7 +31,7 @@ from sheriff.backfill import from_settings as backfill_from_settings
 from sheriff.backfill.reports import OPEN_RECORD_STATUSES
 from sheriff.backfill.settings import backfill_settings
 from sheriff.backfill.status import pushes_to_watch
-from sheriff.ci.artifacts import artifact_json
+from sheriff.ci.artifacts import artifact_json, read_whole
 from sheriff.ci.taskcluster import (
     TaskclusterClients,
     TaskclusterError,
@@ -68,7 +68,13 @@ from sheriff.store.schema import (
     triage_case,
 )
 from sheriff.triage.cases import OPEN_STATES, PushPlan, advance_push, open_cases
-from sheriff.triage.observe import Observer, RunRef, fetchers, latest_runs
+from sheriff.triage.observe import (
+    Observer,
+    RunRef,
+    fetchers,
+    latest_runs,
+    refresh_classifications,
+)
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +165,8 @@ class Triage:
         # The last listing of each push's task group (its unfinished action tasks), reused
         # while Treeherder shows nothing new on the push.
         self._listings: dict[int, GroupListing] = {}
+        # Treeherder's job list of each push read this pass (push id → jobs).
+        self._th_jobs: dict[int, list[dict]] = {}
 
     def run_pass(
         self,
@@ -172,6 +180,7 @@ class Triage:
         say = progress or (lambda _msg: None)
         summary = PassSummary()
         self._interned.clear()
+        self._th_jobs = {}
         pushes = self._discover(since, until)
         summary.pushes = len(pushes)
         to_list = self._to_list(pushes)
@@ -200,6 +209,7 @@ class Triage:
         ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
         summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
+        self._refresh_classifications(with_cases, now)
         plans: list[PushPlan] = []
         history_cache = PassCache()
         for state in with_cases:
@@ -233,6 +243,7 @@ class Triage:
                 now=now,
                 observe=lambda ids: self._observe_jobs(ids, now),
                 settings=self.backfill,
+                task_definition=self.clients.queue.task,
             )
             summary.backfill_requests = backfills.requests
             summary.culprits = len(backfills.culprits)
@@ -341,32 +352,63 @@ class Triage:
             pushes[p].listing = self._listings.get(p)
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
         with fetchers() as pool:
-            th_jobs = pool.map(
-                lambda th: None if th is None else self.treeherder.jobs_of_push(th), th_pushes
+            th_jobs = list(
+                pool.map(
+                    lambda th: None if th is None else self.treeherder.jobs_of_push(th), th_pushes
+                )
             )
-            pairs = zip(maybe, th_jobs, strict=True)
-            moved = {p for p, jobs in pairs if self._moved(pushes[p], jobs)}
+        self._th_jobs = {p: jobs for p, jobs in zip(maybe, th_jobs, strict=True) if jobs}
+        moved = {p for p, jobs in zip(maybe, th_jobs, strict=True) if self._moved(pushes[p], jobs)}
         return [pushes[p] for p in ids if p in must or p in moved]
 
     def _moved(self, state: PushState, th_jobs: Sequence[dict] | None) -> bool:
-        """Whether a push's task group may hold news: a run resolved since it was stored, or
-        a task sheriff does not know. Treeherder's job list of the push (`th_jobs`: resolved
-        runs, without task definitions; None when Treeherder does not know the push)
-        answers at a fraction of the cost of listing the group."""
+        """Whether a push's task group may hold news: a task or run sheriff does not know,
+        or a run Treeherder shows completed that is stored unresolved. Treeherder's job list
+        of the push (`th_jobs`; None when Treeherder does not know the push) answers at a
+        fraction of the cost of listing the group. It lists pending and running runs too
+        (result `unknown`): one still pending or running is no news, or a busy push would
+        be listed again on every pass."""
         if th_jobs is None:
             return True
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(job.c.task_id, job.c.run_id, job.c.state).where(
-                    job.c.push_id == state.push_id
+            stored = {
+                (r.task_id, r.run_id): r.state
+                for r in conn.execute(
+                    sa.select(job.c.task_id, job.c.run_id, job.c.state).where(
+                        job.c.push_id == state.push_id
+                    )
                 )
-            ).all()
-        known = {r.task_id for r in rows}
-        waiting = {(r.task_id, r.run_id) for r in rows if r.state != "completed"}
-        return any(
-            j["task_id"] not in known or (j["task_id"], int(j.get("retry_id", 0))) in waiting
-            for j in th_jobs
-        )
+            }
+        for j in th_jobs:
+            was = stored.get((j["task_id"], int(j.get("retry_id", 0))))
+            if was is None or (j.get("state") == "completed" and was != "completed"):
+                return True
+        return False
+
+    def _refresh_classifications(self, states: Sequence[PushState], now: datetime) -> None:
+        """Treeherder's classification of every open case's original, as it stands now.
+
+        It changes after sheriff first reads it: Treeherder sets 6, sets and unsets 8, mozci
+        adds 7, and a person may classify (2, 4, …) while sheriff is still deciding, which
+        then ends the case. The push's job list was read this pass already to see whether
+        the push moved; only pushes listed in full are asked for it here.
+        """
+        missing = [
+            s
+            for s in states
+            if s.push_id not in self._th_jobs and s.revision in self._treeherder_push_ids
+        ]
+        with fetchers() as pool:
+            fetched = pool.map(
+                lambda s: self.treeherder.jobs_of_push(self._treeherder_push_ids[s.revision]),
+                missing,
+            )
+            self._th_jobs.update(
+                {s.push_id: jobs for s, jobs in zip(missing, fetched, strict=True)}
+            )
+        with self.engine.begin() as conn:
+            for state in states:
+                refresh_classifications(conn, state.push_id, self._th_jobs.get(state.push_id), now)
 
     def _fetch_listing(self, state: PushState, summary: PassSummary) -> GroupListing | None:
         """The push's task group as Taskcluster lists it (network only: runs in a fetcher
@@ -449,7 +491,10 @@ class Triage:
             self._manifests_done.add(state.push_id)
 
     def _artifact_json(self, task_id: str, name: str) -> object:
-        return artifact_json(self.clients.latest_artifact(task_id, name), name)
+        return read_whole(
+            lambda: self.clients.latest_artifact(task_id, name),
+            lambda raw: artifact_json(raw, name),
+        )
 
     def _pushes_with_open_cases(self, pushes: dict[int, PushState]) -> list[PushState]:
         with self.engine.connect() as conn:
@@ -480,25 +525,28 @@ class Triage:
                 runs = latest_runs(conn, state.push_id, {c.label for c in cases})
                 th_push = self._treeherder_push_ids.get(state.revision)
                 for r in runs:
+                    ref = RunRef(r["id"], r["task_id"], r["run_id"], True, th_push, r["result"])
                     if r["id"] in originals:
-                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], True, th_push))
+                        refs.append(ref)
                     elif (
                         r["label"] in labels
                         and r["state"] == "completed"
                         and r["job_kind"] == "test"
                     ):
-                        refs.append(RunRef(r["id"], r["task_id"], r["run_id"], False, th_push))
+                        refs.append(replace(ref, errorsummary=False))
         return refs
 
     def _observe_jobs(self, job_ids: Sequence[int], now: datetime) -> None:
         """Observations of any runs (backfilled ones): the callback backfills use."""
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(job.c.id, job.c.task_id, job.c.run_id).where(
+                sa.select(job.c.id, job.c.task_id, job.c.run_id, job.c.result).where(
                     job.c.id.in_(list(job_ids)), job.c.state == "completed"
                 )
             ).all()
-        self.observer.observe([RunRef(r.id, r.task_id, r.run_id) for r in rows], now)
+        self.observer.observe(
+            [RunRef(r.id, r.task_id, r.run_id, result=r.result) for r in rows], now
+        )
 
     # -- backfills ------------------------------------------------------------------------
 

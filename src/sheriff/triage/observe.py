@@ -1,9 +1,12 @@
 """What Treeherder and the artifacts say about runs, fetched until it can no longer change.
 
-For a run (job row): Treeherder's job id and classification once it has ingested the run,
-the parse status of its log until it is `parsed` or `failed`, then its bug suggestions
-(the failure lines, normalised) once; for original runs also the errorsummary artifact.
-Everything is kept in `run_observation`, and a finished observation is never fetched again.
+For a run (job row): Treeherder's job id and classification once it has ingested the run
+(an open case's classification is read again every pass: `refresh_classifications`),
+the parse status of its log until it is `parsed` or `failed` (an exception run has no log:
+`no-log` at once), then its bug suggestions (the failure lines, normalised, and the open
+intermittent bugs among what the bug search found) once; for original runs also the
+errorsummary artifact of that very run (`getArtifact`; an `error` artifact, 424, counts as
+none). Everything is kept in `run_observation`; a finished observation is not fetched again.
 """
 
 from __future__ import annotations
@@ -19,19 +22,27 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sheriff.ci.artifacts import errorsummary_text
-from sheriff.ci.taskcluster import TaskclusterClients, TaskclusterError
+from sheriff.ci.artifacts import errorsummary_text, read_whole
+from sheriff.ci.taskcluster import (
+    ArtifactNotUploaded,
+    TaskclusterClients,
+    TaskclusterError,
+    paginate,
+)
 from sheriff.ci.treeherder import Treeherder, parse_status
 from sheriff.errors import InputError
+from sheriff.model.bugs import intermittent_bugs
 from sheriff.model.case import ErrorSummaryState, errorsummary_artifact
 from sheriff.model.errorsummary import parse_errorsummary
 from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+from sheriff.model.policy import FINAL_PARSE_STATUSES, NO_LOG
 from sheriff.store.loader import insert_ignoring_conflicts
-from sheriff.store.schema import job, job_type, run_observation
+from sheriff.store.schema import job, job_type, run_observation, triage_case
 
 log = logging.getLogger(__name__)
 
-FINAL_PARSE_STATUSES = frozenset({"parsed", "failed", "skipped-size"})
+# Runs Treeherder lists no log for: exception runs (taskcluster_pulse/handler.py).
+NO_LOG_RESULTS = frozenset({"exception", "retry", "usercancel", "superseded"})
 # Requests in flight at once while a pass fetches: enough to keep the network (or the
 # simulator's core) busy while this process parses and stores, few enough to be polite.
 FETCHERS = 4
@@ -51,6 +62,11 @@ class RunRef:
     run_id: int
     errorsummary: bool = False
     treeherder_push_id: int | None = None  # lets one call find all the push's jobs
+    result: str | None = None  # the run's result as stored (exception runs have no log)
+
+    @property
+    def has_log(self) -> bool:
+        return self.result not in NO_LOG_RESULTS
 
 
 def observation_done(row: Any, want_errorsummary: bool) -> bool:
@@ -106,7 +122,8 @@ class Observer:
             [
                 job_id
                 for r in pending
-                if (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
+                if r.has_log
+                and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
                 and (known.get(r.job_id) or {}).get("parse_status") not in FINAL_PARSE_STATUSES
             ]
         )
@@ -174,7 +191,8 @@ class Observer:
         job_id = update.get("treeherder_job_id", row.get("treeherder_job_id"))
         status = row.get("parse_status")
         if job_id is not None and status not in FINAL_PARSE_STATUSES:
-            status = ingested.parse_statuses.get(job_id, "pending")
+            # An exception run has no log to parse: waiting for one would be forever.
+            status = ingested.parse_statuses.get(job_id, "pending") if run.has_log else NO_LOG
             update["parse_status"] = status
         if job_id is not None and status == "parsed" and row.get("failure_lines") is None:
             suggestions = self.treeherder.bug_suggestions(self.repo, job_id)
@@ -190,21 +208,27 @@ class Observer:
         return update or None
 
     def _errorsummary(self, run: RunRef) -> dict[str, Any]:
+        missing = {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}
         try:
-            listing = self.clients.queue.listArtifacts(run.task_id, str(run.run_id))
+            names = [
+                a["name"]
+                for a in paginate(
+                    self.clients.queue.listArtifacts, run.task_id, str(run.run_id), key="artifacts"
+                )
+                if isinstance(a, dict) and isinstance(a.get("name"), str)
+            ]
         except TaskclusterError:
             return {}  # artifacts of a run still being uploaded: look again next pass
-        artifacts = listing.get("artifacts") if isinstance(listing, dict) else None
-        names = [
-            a["name"]
-            for a in (artifacts if isinstance(artifacts, list) else [])
-            if isinstance(a, dict) and isinstance(a.get("name"), str)
-        ]
         name = errorsummary_artifact(names)
         if name is None:
-            return {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}
+            return missing
         try:
-            text = errorsummary_text(self.clients.latest_artifact(run.task_id, name))
+            # This run's file: the latest run's may be another run's, or not there yet.
+            text = read_whole(
+                lambda: self.clients.artifact(run.task_id, run.run_id, name), errorsummary_text
+            )
+        except ArtifactNotUploaded:
+            return missing  # the worker could not upload it: infrastructure, as if absent
         except (TaskclusterError, InputError) as exc:
             # A failed download is never evidence (only a file read whole and found
             # incomplete is): nothing is stored, and the next pass reads it again.
@@ -231,17 +255,46 @@ class Observer:
 
 
 def _trimmed(suggestions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What sheriff keeps of bug suggestions: the line and the open intermittent bugs."""
-    kept = []
-    for s in suggestions:
-        bugs = (s.get("bugs") or {}).get("open_recent") or []
-        kept.append(
-            {
-                "search": s.get("search"),
-                "open_bugs": [b.get("id") for b in bugs if isinstance(b, dict)],
-            }
-        )
-    return kept
+    """What sheriff keeps of bug suggestions: the line, and the open bugs that really are
+    the failing test's intermittent bugs (not every bug the search found)."""
+    return [{"search": s.get("search"), "open_bugs": intermittent_bugs(s)} for s in suggestions]
+
+
+def refresh_classifications(
+    conn: sa.Connection,
+    push_id: int,
+    th_jobs: Sequence[Mapping[str, Any]] | None,
+    now: datetime,
+) -> int:
+    """Store Treeherder's classification, as `th_jobs` (the push's job list) shows it now,
+    of every open case's original run on the push; returns how many changed."""
+    from sheriff.triage.cases import OPEN_STATES
+
+    if not th_jobs:
+        return 0
+    shown = {
+        (str(j["task_id"]), int(j.get("retry_id") or 0)): j.get("failure_classification_id")
+        for j in th_jobs
+    }
+    rows = conn.execute(
+        sa.select(job.c.id, job.c.task_id, job.c.run_id, run_observation.c.classification_id)
+        .join(triage_case, triage_case.c.job_id == job.c.id)
+        .join(run_observation, run_observation.c.job_id == job.c.id)
+        .where(triage_case.c.push_id == push_id, triage_case.c.state.in_(OPEN_STATES))
+    ).all()
+    changed = 0
+    for row in rows:
+        now_shown = shown.get((str(row.task_id), row.run_id))
+        if now_shown is None or row.classification_id is None:
+            continue  # not ingested yet: the first observation reads it
+        if int(now_shown) != row.classification_id:
+            conn.execute(
+                run_observation.update()
+                .where(run_observation.c.job_id == row.id)
+                .values(classification_id=int(now_shown), updated_at=now)
+            )
+            changed += 1
+    return changed
 
 
 def latest_runs(

@@ -66,14 +66,32 @@ def default_protocol_factory(settings: Settings) -> Callable[[], Any]:
     return make
 
 
+def default_task_definition(settings: Settings) -> Callable[[str], Any]:
+    """A task's definition from the configured Taskcluster (`queue.task`)."""
+
+    def read(task_id: str) -> Any:
+        from sheriff.ci.taskcluster import clients_from_settings
+
+        clients = clients_from_settings(settings)
+        try:
+            return clients.queue.task(task_id)
+        finally:
+            clients.close()
+
+    return read
+
+
 def create_app(
     engine: Engine,
     settings: Settings,
     *,
     protocol_factory: Callable[[], Any] | bool | None = True,
+    task_definition: Callable[[str], Any] | None = None,
 ) -> FastAPI:
     """The app serving `engine`'s data; writes dispatch through `protocol_factory`
-    (True: the configured Taskcluster; None: only record requests for the next pass)."""
+    (True: the configured Taskcluster; None: only record requests for the next pass).
+    A backfill reads the original's definition through `task_definition` (default: the
+    configured Taskcluster) for the manifests `backfill-task` passes on."""
     from fastapi.staticfiles import StaticFiles
     from fastapi_offline import FastAPIOffline
 
@@ -93,6 +111,7 @@ def create_app(
     app.state.protocol_factory = (
         default_protocol_factory(settings) if protocol_factory is True else protocol_factory
     )
+    app.state.task_definition = task_definition or default_task_definition(settings)
     app.include_router(read.router)
     app.include_router(actions.router)
     app.include_router(backfills.router)

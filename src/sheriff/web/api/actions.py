@@ -27,6 +27,7 @@ WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"description": "the body is not JSON (FastAPI cannot parse it)"},
     401: {"description": "missing or wrong bearer token"},
     403: {"description": "writes are disabled: no api_token is configured"},
+    503: {"description": "Taskcluster could not be read (a backfill needs the task definition)"},
 }
 
 router = APIRouter(prefix="/api", responses=WRITE_ERRORS, tags=["actions"])
@@ -132,10 +133,19 @@ def backfill(
     """Run the job's label with its exact manifests on each of the `depth` earlier pushes
     (one `backfill-task` per push), so that similar-jobs finds them again."""
     from sheriff.actions.strategies import strategy
+    from sheriff.errors import SheriffError
+    from sheriff.model.job import TaskShapeError, mozharness_test_paths
 
     earlier = queries.recent_push_ids(conn, job["push_id"], body.depth + 1)[1:]
     if not earlier:
         raise HTTPException(422, "no earlier push to backfill on")
+    # The original's MOZHARNESS_TEST_PATHS, as Gecko's own backfill passes it on.
+    try:
+        test_paths = mozharness_test_paths(request.app.state.task_definition(job["task_id"]))
+    except TaskShapeError:
+        test_paths = None
+    except SheriffError as exc:
+        raise HTTPException(503, f"cannot read task {job['task_id']}: {exc}") from exc
     revisions = dict(
         conn.execute(sa.select(push.c.id, push.c.revision).where(push.c.id.in_(earlier))).all()
     )
@@ -150,8 +160,8 @@ def backfill(
             "task_id": None,
             "input": strategy("backfill-task").build_input(
                 label=job["label"],
-                revision=revisions[push_id],
-                test_manifests=job["manifests"],
+                revision=job["revision"],  # the original's push, as Gecko's backfill sends
+                test_manifests=test_paths,
                 times=body.times,
             ),
             "labels": [job["label"]],

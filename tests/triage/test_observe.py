@@ -1,0 +1,100 @@
+"""What an observation reads of a run: its own artifacts, and nothing that never comes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from sheriff.model.case import ErrorSummaryState
+from sheriff.model.policy import NO_LOG
+from sheriff.sim.artifacts import artifacts, errorsummary_name
+from sheriff.sim.entities import INFRA_EXCEPTION, INFRA_NO_SUMMARY
+from sheriff.sim.scenario import parse_scenario
+from sheriff.sim.server import SimServer
+from sheriff.store.schema import job
+from sheriff.triage.observe import RunRef, observation_done, observations
+from tests.sim.conftest import tiny_data
+from tests.triage.conftest import make_triage, one_pass
+
+
+@pytest.fixture
+def troubled() -> Iterator[SimServer]:
+    """A tiny world where most runs hit infrastructure trouble."""
+    with SimServer(parse_scenario(tiny_data(infra_failure_rate=0.6))) as server:
+        yield server
+
+
+@pytest.fixture
+def triage(engine, troubled):  # type: ignore[no-untyped-def]
+    """Sheriff's triage of `troubled`, after one pass two virtual hours in."""
+    found = make_triage(engine, troubled)
+    troubled.advance(120)
+    one_pass(found, troubled)
+    return found
+
+
+def _observe(triage, sim, task_id: str, run_id: int, *, errorsummary: bool = True) -> dict:
+    with triage.engine.connect() as conn:
+        row = conn.execute(
+            sa.select(job.c.id, job.c.result).where(
+                job.c.task_id == task_id, job.c.run_id == run_id
+            )
+        ).one()
+    ref = RunRef(row.id, task_id, run_id, errorsummary, None, row.result)
+    triage.observer.observe([ref], sim.now)
+    with triage.engine.connect() as conn:
+        return observations(conn, [row.id])[row.id]
+
+
+def test_the_errorsummary_is_read_from_the_runs_own_artifacts(triage, troubled) -> None:
+    """After a rerun the latest run is another one (pending: no artifacts yet), so the
+    latest artifact is not this run's file; the run-specific endpoint is."""
+    sim = troubled
+    task = next(
+        t
+        for t in sim.world.tasks.values()
+        if t.kind == "test" and t.state == "failed" and t.runs[-1].outcome.infra is None
+    )
+    sim.world.rerun(task)  # what retrigger-multiple does to a label it may not clone
+    found = _observe(triage, sim, task.task_id, 0)
+    assert found["errorsummary"] == ErrorSummaryState.COMPLETE.value
+    reported = {f[0] for f in found["structured_failures"]}
+    assert {f.test for f in task.runs[0].outcome.failures} <= reported  # and failed groups
+
+
+def test_an_error_artifact_is_no_errorsummary(triage, troubled) -> None:
+    """The Queue answers 424 for an `error` artifact (the worker could not upload the file):
+    infrastructure evidence, as if there were none, and the observation goes on."""
+    sim = troubled
+    task = next(
+        t
+        for t in sim.world.tasks.values()
+        if t.kind == "test"
+        and t.runs[0].outcome.infra == INFRA_NO_SUMMARY
+        and t.runs[0].resolved is not None
+        and any(
+            a.storage_type == "error" and a.name == errorsummary_name(sim.world, t)
+            for a in artifacts(sim.world, t, t.runs[0])
+        )
+    )
+    found = _observe(triage, sim, task.task_id, 0)
+    assert found["errorsummary"] == ErrorSummaryState.MISSING.value
+
+
+def test_an_exception_run_has_no_log_to_wait_for(triage, troubled) -> None:
+    sim = troubled
+    sim.advance(10)  # Treeherder has ingested the resolved runs
+    task = next(
+        t
+        for t in sim.world.tasks.values()
+        if t.kind == "test"
+        and t.runs[0].outcome.infra == INFRA_EXCEPTION
+        and t.runs[0].resolved is not None
+        and t.runs[0].resolved < sim.world.minutes - 10
+    )
+    found = _observe(triage, sim, task.task_id, 0, errorsummary=False)
+    assert found["treeherder_job_id"] is not None
+    assert found["parse_status"] == NO_LOG
+    assert observation_done(found, want_errorsummary=False)
