@@ -32,7 +32,9 @@ from sheriff.model.actions import canonical_json
 from sheriff.store.schema import action_request
 
 REQUESTED, SENDING, SENT, FAILED, DRY_RUN = "requested", "sending", "sent", "failed", "dry-run"
-STATES = (REQUESTED, SENDING, SENT, FAILED, DRY_RUN)
+# An effect that must not be applied after all (a person classified the job first).
+SKIPPED = "skipped"
+STATES = (REQUESTED, SENDING, SENT, FAILED, DRY_RUN, SKIPPED)
 
 # A `sending` row younger than this may still be in the hands of a live process.
 DEFAULT_LEASE = timedelta(minutes=15)
@@ -109,8 +111,9 @@ def requests(
     revision: str | None = None,
     states: Collection[str] | None = None,
     keys: Collection[str] | None = None,
+    strategies: Collection[str] | None = None,
 ) -> list[RequestRow]:
-    """Requests, oldest first, filtered by push, state and key."""
+    """Requests, oldest first, filtered by push, state, key and strategy (kind)."""
     query = sa.select(action_request).order_by(action_request.c.id)
     if repository is not None:
         query = query.where(action_request.c.repository == repository)
@@ -120,6 +123,8 @@ def requests(
         query = query.where(action_request.c.state.in_(list(states)))
     if keys is not None:
         query = query.where(action_request.c.idempotency_key.in_(list(keys)))
+    if strategies is not None:
+        query = query.where(action_request.c.strategy.in_(list(strategies)))
     return [RequestRow.from_mapping(r) for r in conn.execute(query).mappings()]
 
 
@@ -277,7 +282,11 @@ def reconcile(
     """Settle `sending` rows older than `lease` against their push's task group."""
     cutoff = _now(now) - lease
     with engine.connect() as conn:
-        stale = [r for r in requests(conn, states=[SENDING], keys=keys) if r.updated_at <= cutoff]
+        stale = [
+            r
+            for r in requests(conn, states=[SENDING], keys=keys, strategies=list(REGISTRY))
+            if r.updated_at <= cutoff
+        ]
     settled = []
     by_decision: dict[str, list[RequestRow]] = {}
     for row in stale:
@@ -351,7 +360,7 @@ def dispatch(
     # while Taskcluster is being called.
     with engine.connect() as conn:
         with conn.begin():
-            pending = requests(conn, states=[REQUESTED], keys=keys)
+            pending = requests(conn, states=[REQUESTED], keys=keys, strategies=list(REGISTRY))
         for row in pending:
             settled = _dispatch_one(conn, protocol, row, dry_run=dry_run, owner=owner, now=now)
             if settled is not None:

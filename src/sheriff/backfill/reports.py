@@ -240,11 +240,14 @@ def open_report_for_case(
     case_id: int,
     now: datetime,
     settings: BackfillSettings | None = None,
+    serving: int | None = None,
 ) -> int | None:
     """Open (or join) the report for a `regression` case; its id, or None when off / not one.
 
-    Safe to call again for the same case: it finds the report the case is already in.
-    Runs inside the caller's transaction.
+    `serving` is the report that already serves the case's regression record: the case
+    joins that search rather than opening another (one search per regression). Safe to
+    call again for the same case: it finds the report the case is already in. Runs inside
+    the caller's transaction.
     """
     settings = settings or BackfillSettings()
     if not settings.enabled:
@@ -279,6 +282,16 @@ def open_report_for_case(
     for report in recent:
         if case_id in (report.case_ids or []):
             return report.id
+    if serving is not None:
+        served = conn.execute(
+            sa.select(backfill_report, push.c.push_time)
+            .join(push, push.c.id == backfill_report.c.push_id)
+            .where(backfill_report.c.id == serving)
+        ).first()
+        if served is not None:
+            if case_id not in (served.case_ids or []):
+                _join(conn, served, case_id, case.job_id, push_time, regression, now)
+            return served.id
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
         # searched (an older regression, or an intermittent), and searching again from a

@@ -75,6 +75,7 @@ from sheriff.triage.observe import (
     latest_runs,
     refresh_classifications,
 )
+from sheriff.triage.regressions import file_case, follow_regressions, report_of, serve_by
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class Triage:
                     runs_wanted=self.settings.runs_wanted,
                     min_reproductions=self.settings.regression_min_reproductions,
                     count_dry_runs=not self.live,
-                    on_regression=self._open_report if self.backfill.enabled else None,
+                    on_regression=self._file_regression,
                     history_cache=history_cache,
                 )
             plans.append(plan)
@@ -247,6 +248,8 @@ class Triage:
             )
             summary.backfill_requests = backfills.requests
             summary.culprits = len(backfills.culprits)
+        with self.engine.begin() as conn:
+            follow_regressions(conn, now)
         self._send(summary, now)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
         with self.engine.connect() as conn:
@@ -550,8 +553,16 @@ class Triage:
 
     # -- backfills ------------------------------------------------------------------------
 
-    def _open_report(self, conn: sa.Connection, case_id: int, now: datetime) -> None:
-        open_report_for_case(conn, case_id, now, self.backfill)
+    def _file_regression(self, conn: sa.Connection, case_id: int, now: datetime) -> None:
+        """A regression verdict: file the case in its regression record, and give that
+        regression one backfill search (the one it has, else a new one)."""
+        regression_id = file_case(conn, case_id, now)
+        if not self.backfill.enabled:
+            return
+        serving = report_of(conn, regression_id) if regression_id is not None else None
+        report_id = open_report_for_case(conn, case_id, now, self.backfill, serving=serving)
+        if regression_id is not None:
+            serve_by(conn, regression_id, report_id)
 
     # -- actions --------------------------------------------------------------------------
 
