@@ -27,9 +27,7 @@ def regressions(
     engine = open_database(settings().database_url)
     try:
         with engine.connect() as conn:
-            found = list_regressions(
-                conn, open_only=open_only, repository_name=repo, count=limit
-            )
+            found = list_regressions(conn, open_only=open_only, repository_name=repo, count=limit)
     finally:
         engine.dispose()
     if as_json:

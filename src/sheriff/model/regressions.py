@@ -9,6 +9,7 @@ that broke two tests in different chunks is one thing to back out).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -69,7 +70,14 @@ def match(
     case: CaseFacts, groups: Iterable[Group], neighbours: int = NEIGHBOUR_PUSHES
 ) -> Group | None:
     """The regression `case` belongs to: of those that admit it, the one sharing most
-    tests and lines, the oldest on a tie; None when it starts a new one."""
+    tests and lines, the oldest on a tie; None when it starts a new one.
+
+    A case no regression admits by its tests or lines, on the very push where an open
+    regression first failed and on one of its configurations, joins that one: its tests
+    began failing with the same push, whose backout is the one thing to do (a push that
+    breaks two tests in different chunks).
+    """
+    groups = list(groups)
     best: tuple[int, int] | None = None
     chosen = None
     for group in groups:
@@ -79,7 +87,16 @@ def match(
         key = (shared, -group.id)
         if best is None or key > best:
             best, chosen = key, group
-    return chosen
+    if chosen is not None:
+        return chosen
+    same_start = [
+        g
+        for g in groups
+        if g.first_push == case.push_order
+        and g.stopped_at is None
+        and case.configuration in g.configurations
+    ]
+    return min(same_start, key=lambda g: g.id) if same_start else None
 
 
 def group_cases(cases: Sequence[CaseFacts], neighbours: int = NEIGHBOUR_PUSHES) -> list[Group]:
@@ -94,21 +111,35 @@ def group_cases(cases: Sequence[CaseFacts], neighbours: int = NEIGHBOUR_PUSHES) 
     return groups
 
 
-def stopped_failing(last_failing: int, later: Sequence[tuple[int, int, int]]) -> int | None:
+def clean_runs_to_stop(fail_rate: float, doubt: float = 0.01) -> int:
+    """Clean runs in a row that a regression failing at `fail_rate` shows by chance with
+    probability below `doubt`: how many say it stopped."""
+    rate = min(max(fail_rate, 0.05), 1.0)
+    if rate >= 1.0:
+        return 1
+    return max(1, math.ceil(math.log(doubt) / math.log(1.0 - rate)))
+
+
+def stopped_failing(
+    last_failing: int, later: Sequence[tuple[int, int, int]], clean_runs_needed: int = 1
+) -> int | None:
     """The push order where a regression stopped failing, or None while it may not have.
 
     `later` holds (push order, clean runs, failing runs) of the regression's labels on its
-    configurations for pushes after `last_failing`, in any order. It stopped at the first
-    of `CLEAN_PUSHES_TO_STOP` pushes in a row with clean runs and no failing one.
+    configurations for pushes after `last_failing`, in any order (a push counts clean runs
+    only when every configuration ran clean). It stopped at the first of at least
+    `CLEAN_PUSHES_TO_STOP` pushes in a row with clean runs and no failing one that hold
+    `clean_runs_needed` clean runs between them.
     """
-    streak: list[int] = []
+    streak: list[tuple[int, int]] = []
     for order, clean, failing in sorted(p for p in later if p[0] > last_failing):
         if failing:
             streak = []
         elif clean:
-            streak.append(order)
-            if len(streak) >= CLEAN_PUSHES_TO_STOP:
-                return streak[0]
+            streak.append((order, clean))
+            enough = sum(c for _, c in streak) >= clean_runs_needed
+            if len(streak) >= CLEAN_PUSHES_TO_STOP and enough:
+                return streak[0][0]
     return None
 
 
@@ -121,7 +152,5 @@ def merge_target(culprits: dict[int, str | None]) -> dict[int, int]:
         if revision is not None:
             oldest.setdefault(revision, regression_id)
     return {
-        rid: oldest[rev]
-        for rid, rev in culprits.items()
-        if rev is not None and oldest[rev] != rid
+        rid: oldest[rev] for rid, rev in culprits.items() if rev is not None and oldest[rev] != rid
     }

@@ -22,8 +22,9 @@ def _push_of(conn: sa.Connection, push_id: int | None) -> dict[str, Any] | None:
     if push_id is None:
         return None
     row = conn.execute(
-        sa.select(push.c.id, push.c.revision, push.c.author, push.c.message, push.c.push_time)
-        .where(push.c.id == push_id)
+        sa.select(
+            push.c.id, push.c.revision, push.c.author, push.c.message, push.c.push_time
+        ).where(push.c.id == push_id)
     ).first()
     if row is None:
         return None

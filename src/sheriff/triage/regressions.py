@@ -22,6 +22,7 @@ from sheriff.model.regressions import (
     STOPPED,
     CaseFacts,
     Group,
+    clean_runs_to_stop,
     match,
     merge_target,
     stopped_failing,
@@ -259,9 +260,9 @@ def _merge(conn: sa.Connection, gone: int, into: int, now: datetime) -> None:
 
 def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
     open_ = conn.execute(
-        sa.select(regression).where(
-            regression.c.merged_into.is_(None), regression.c.stopped_push_id.is_(None)
-        )
+        sa.select(regression, backfill_report.c.fail_rate)
+        .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
+        .where(regression.c.merged_into.is_(None), regression.c.stopped_push_id.is_(None))
     ).all()
     for r in open_:
         orders = push_orders(conn, r.repository_id)
@@ -293,6 +294,7 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
         # that push to count as clean: one lucky chunk of an intermittent one says nothing.
         expected = _case_pairs(conn, r.id)
         clean: dict[int, set[tuple[str, str]]] = defaultdict(set)
+        clean_runs: dict[int, int] = defaultdict(int)
         failing: dict[int, int] = defaultdict(int)
         for run in runs:
             pair = (run.label, f"{run.platform}/{run.option_collection}")
@@ -300,15 +302,17 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
                 continue
             if run.result == "success":
                 clean[run.push_id].add(pair)
-            elif (
-                run.result == "testfailed"
-                and run.parse_status == "parsed"
-                and lines & set(run.failure_lines or ())
+                clean_runs[run.push_id] += 1
+            elif run.result == "testfailed" and (
+                run.parse_status != "parsed" or lines & set(run.failure_lines or ())
             ):
+                # A failed run not read yet may be the regression still failing.
                 failing[run.push_id] += 1
         seen = set(clean) | set(failing)
-        tally = {p: (int(clean[p] >= expected), failing[p]) for p in seen}
-        stop = stopped_failing(last, [(orders[p], c, f) for p, (c, f) in tally.items()])
+        tally = {p: (clean_runs[p] if clean[p] >= expected else 0, failing[p]) for p in seen}
+        rate = r.fail_rate if r.fail_rate is not None else 1.0
+        needed = clean_runs_to_stop(rate)
+        stop = stopped_failing(last, [(orders[p], c, f) for p, (c, f) in tally.items()], needed)
         if stop is None:
             continue
         stop_push = next(p for p, o in orders.items() if o == stop)

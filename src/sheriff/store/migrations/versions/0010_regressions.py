@@ -66,9 +66,7 @@ def upgrade() -> None:
         _fk("regression_id", "regression", "CASCADE", "regression_case"),
         sa.PrimaryKeyConstraint("case_id", name=op.f("pk_regression_case")),
     )
-    op.create_index(
-        op.f("ix_regression_case_regression_id"), "regression_case", ["regression_id"]
-    )
+    op.create_index(op.f("ix_regression_case_regression_id"), "regression_case", ["regression_id"])
 
 
 def downgrade() -> None:
