@@ -131,6 +131,28 @@ def load_figures(load: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def regression_records(engine: sa.Engine) -> list[dict[str, Any]]:
+    """sheriff's regression records, oldest first: what it would announce."""
+    from sheriff.store.regressions import list_regressions
+
+    with engine.connect() as conn:
+        found = list_regressions(conn, count=1000)
+    return [
+        {
+            "id": r["id"],
+            "status": r["status"],
+            "tests": r["tests"],
+            "configurations": r["configurations"],
+            "first_push": (r["first_push"] or {}).get("revision"),
+            "culprit": (r["culprit"] or {}).get("revision"),
+            "culprit_author": (r["culprit"] or {}).get("author"),
+            "stopped_push": (r["stopped_push"] or {}).get("revision"),
+            "cases": len(r["cases"]),
+        }
+        for r in reversed(found)
+    ]
+
+
 def play_without_sheriff(scenario_path: str | Path) -> dict[str, Any]:
     """The same world with no sheriff at all: the clock runs to the play's end; the
     `load` figures of nobody (`none`) and of Treeherder's own marking (`treeherder`)."""
@@ -307,6 +329,7 @@ def _play_once(
                 virtual_hours=(sim.now - begin).total_seconds() / 3600,
             )
             metrics["load"] = load_figures(load)
+            metrics["regression_records"] = regression_records(engine)
             outcome = case_outcomes(engine)
             if faulty:
                 metrics["faults"] = {
