@@ -31,11 +31,11 @@ from sheriff.actions.log import (
     SENT,
     SKIPPED,
     RequestRow,
-    _insert,
     _now,
     _owner,
     _update,
     get,
+    insert_once,
     requests,
 )
 from sheriff.errors import ServiceError
@@ -80,23 +80,10 @@ def enqueue_effect(
     A `dry-run` row becomes `requested` again when the caller is live now.
     """
     now = _now(now)
-    values = {
-        "idempotency_key": key,
-        "strategy": kind,
-        "action": kind,
-        "repository": repository,
-        "revision": revision,
-        "task_id": task_id,
-        "labels": [],
-        "input": input,
-        "state": REQUESTED,
-        "attempts": 0,
-        "created_at": now,
-        "updated_at": now,
-    }
-    conn.execute(_insert(conn).values(**values).on_conflict_do_nothing())
-    row = get(conn, key)
-    assert row is not None
+    row = insert_once(
+        conn, key, kind, kind, repository=repository, revision=revision, task_id=task_id,
+        input=input, now=now,
+    )  # fmt: skip
     if row.strategy != kind or canonical_json(row.input) != canonical_json(input):
         raise RequestConflict(f"idempotency key {key!r} already names another request")
     if row.state == DRY_RUN and live:

@@ -17,7 +17,8 @@ from sheriff.actions.effects import enqueue_effect
 from sheriff.config import settings as current_settings
 from sheriff.notify import ALERT, channels_from_settings
 from sheriff.store.regressions import get_regression
-from sheriff.store.schema import action_request, backfill_report, push, regression, repository
+from sheriff.store.schema import action_request, push
+from sheriff.triage.regressions import search_settled, with_searches
 
 # A regression whose search has not settled by then is announced without its culprit.
 CONFIRM_AFTER = timedelta(hours=3)
@@ -69,24 +70,10 @@ def plan_alerts(
             sa.select(action_request.c.idempotency_key).where(action_request.c.strategy == ALERT)
         ).scalars()
     )
-    rows = conn.execute(
-        sa.select(
-            regression.c.id,
-            regression.c.culprit_revision,
-            regression.c.stopped_push_id,
-            regression.c.opened_at,
-            regression.c.first_push_id,
-            regression.c.last_push_id,
-            regression.c.configurations,
-            backfill_report.c.status.label("search"),
-        )
-        .join(repository, repository.c.id == regression.c.repository_id)
-        .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
-        .where(repository.c.name == repo, regression.c.merged_into.is_(None))
-    ).all()
+    rows = with_searches(conn, repo)
     added = 0
     orders = _push_orders(conn, [r.first_push_id for r in rows] + [r.last_push_id for r in rows])
-    searching = [r for r in rows if not _settled(r)]
+    searching = [r for r in rows if not search_settled(r)]
     for r in rows:
         due = []
         confirmed_key = f"alert:{r.id}:confirmed:{names[0]}"
@@ -97,7 +84,7 @@ def plan_alerts(
         # be part of any other regression, which its own search will tell.
         isolated = not any(_may_merge(r, other, orders) for other in rows if other.id != r.id)
         late = now - r.opened_at >= CONFIRM_AFTER and isolated
-        if (_settled(r) and alone) or late:
+        if (search_settled(r) and alone) or late:
             due.append("confirmed")
         if r.culprit_revision is not None and confirmed_key in sent:
             first = conn.execute(
@@ -137,10 +124,6 @@ def plan_alerts(
                 sent.add(key)
                 added += 1
     return added
-
-
-def _settled(r: Any) -> bool:
-    return r.culprit_revision is not None or r.search in (None, "failed")
 
 
 def _push_orders(conn: sa.Connection, push_ids: list[int]) -> dict[int, Any]:

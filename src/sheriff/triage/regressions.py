@@ -35,6 +35,7 @@ from sheriff.store.schema import (
     push,
     regression,
     regression_case,
+    repository,
     run_observation,
     triage_case,
 )
@@ -187,6 +188,31 @@ def serve_by(conn: sa.Connection, regression_id: int, report_id: int | None) -> 
         .where(regression.c.id == regression_id, regression.c.backfill_report_id.is_(None))
         .values(backfill_report_id=report_id)
     )
+
+
+def with_searches(conn: sa.Connection, repo: str) -> list[Any]:
+    """The repository's regressions (not merged away) with their culprit's author and
+    their search's status (`search`: the backfill report's, None without one)."""
+    culprit = push.alias("culprit")
+    return list(
+        conn.execute(
+            sa.select(
+                regression,
+                culprit.c.author,
+                backfill_report.c.status.label("search"),
+            )
+            .join(repository, repository.c.id == regression.c.repository_id)
+            .outerjoin(culprit, culprit.c.id == regression.c.culprit_push_id)
+            .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
+            .where(repository.c.name == repo, regression.c.merged_into.is_(None))
+        ).all()
+    )
+
+
+def search_settled(row: Any) -> bool:
+    """Whether a regression's search is over: a culprit, a search that ended without
+    one, or no search at all (backfills off, no failure line to look for)."""
+    return row.culprit_revision is not None or row.search in (None, "failed")
 
 
 # -- once per pass ---------------------------------------------------------------------

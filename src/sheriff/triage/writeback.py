@@ -19,7 +19,6 @@ from sheriff.actions.effects import enqueue_effect
 from sheriff.actions.writeback import CLASSIFY
 from sheriff.store.schema import (
     action_request,
-    backfill_report,
     job,
     job_type,
     push,
@@ -29,6 +28,7 @@ from sheriff.store.schema import (
     run_observation,
     triage_case,
 )
+from sheriff.triage.regressions import search_settled, with_searches
 
 INTERMITTENT, INTERMITTENT_NEEDS_BUG, INFRA, FIXED_BY_COMMIT = 4, 8, 5, 2
 
@@ -46,28 +46,6 @@ def _intermittent(obs: Any) -> dict[str, Any]:
     if bug is not None:
         return {"classification": INTERMITTENT, "bug_id": bug, "text": f"intermittent, bug {bug}"}
     return {"classification": INTERMITTENT_NEEDS_BUG, "text": "intermittent, no open bug yet"}
-
-
-def _regressions(conn: sa.Connection, repository_id: int) -> list[Any]:
-    """Regressions whose search settled (a culprit, or it ended without one)."""
-    culprit = push.alias("culprit")
-    rows = conn.execute(
-        sa.select(
-            regression.c.id,
-            regression.c.failure_lines,
-            regression.c.culprit_revision,
-            culprit.c.author,
-            backfill_report.c.status.label("search"),
-        )
-        .outerjoin(culprit, culprit.c.id == regression.c.culprit_push_id)
-        .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
-        .where(regression.c.repository_id == repository_id, regression.c.merged_into.is_(None))
-    ).all()
-    return list(rows)
-
-
-def _is_settled(r: Any) -> bool:
-    return r.culprit_revision is not None or r.search in (None, "failed")
 
 
 def _regression_note(r: Any, public_url: str) -> dict[str, Any]:
@@ -98,7 +76,7 @@ def plan_writeback(
             )
         ).scalars()
     )
-    settled = _regressions(conn, repository_id)
+    settled = with_searches(conn, repo)
     undecided = set(
         conn.execute(
             sa.select(triage_case.c.push_id, triage_case.c.label).where(
@@ -173,7 +151,7 @@ def _decide(
         return {"classification": INFRA, "text": "infrastructure failure"}
     if r.verdict == "regression":
         found = by_id.get(case_regression.get(r.case_id, -1))
-        settled_one = found is not None and _is_settled(found)
+        settled_one = found is not None and search_settled(found)
         return _regression_note(found, public_url) if settled_one else None
     if r.verdict == "intermittent":
         return _intermittent(r) if r.parse_status in ("parsed", "failed") else None
@@ -181,7 +159,7 @@ def _decide(
         # A queue sheriff does not triage: only a settled regression's own line is said.
         lines = set(r.failure_lines or ())
         for candidate in settled:
-            if _is_settled(candidate) and lines & set(candidate.failure_lines):
+            if search_settled(candidate) and lines & set(candidate.failure_lines):
                 return _regression_note(candidate, public_url)
         return None
     if r.verdict is not None or r.action is None:
@@ -195,7 +173,7 @@ def _decide(
     for candidate in settled:
         if lines & set(candidate.failure_lines):
             # The regression's own failure: its note once its search settled.
-            return _regression_note(candidate, public_url) if _is_settled(candidate) else None
+            return _regression_note(candidate, public_url) if search_settled(candidate) else None
     return _intermittent(r)
 
 
