@@ -25,6 +25,7 @@ import json
 import sys
 from pathlib import Path
 
+from sheriff.config import load_settings
 from sheriff.triage.simrun import play, play_without_sheriff
 
 HEADER = (
@@ -80,24 +81,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", default="seed,history")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    prefixes = load_settings().queue_prefixes
     results: dict[str, dict] = {}
     print(HEADER, flush=True)
     for scenario in args.scenarios.split(","):
         found: dict[str, dict] = {}
-        baseline = play_without_sheriff(scenario)
+        baseline = play_without_sheriff(scenario, prefixes)
         found["none"] = baseline["none"]
         found["treeherder"] = baseline["treeherder"]
-        print(row(scenario, "none", baseline["none"]), flush=True)
-        print(row(scenario, "treeherder", baseline["treeherder"]), flush=True)
+        found["none (in scope)"] = baseline["in_scope_none"]
+        found["treeherder (in scope)"] = baseline["in_scope"]
+        for who in ("none", "treeherder"):
+            print(row(scenario, who, found[who]), flush=True)
         for policy in args.policies.split(","):
             metrics = play(scenario, policy=policy)
             found[policy] = metrics["load"]
+            found[f"{policy} (in scope)"] = metrics["load"]["in_scope"]
             print(row(scenario, policy, metrics["load"], metrics["load"]["alerts"]), flush=True)
         results[scenario] = found
+    print(f"\nOn the queues sheriff triages ({', '.join(prefixes)}):")
+    print(HEADER)
+    for scenario, found in results.items():
+        for who, figures in found.items():
+            if who.endswith("(in scope)"):
+                print(row(scenario, who.removesuffix(" (in scope)"), figures))
     print()
     for scenario, found in results.items():
         if "history" in found:
             print(targets(scenario, found["none"], found["history"]))
+            scoped = {**found["history (in scope)"], "alerts": found["history"]["alerts"]}
+            print("  in scope: " + targets(scenario, found["none (in scope)"], scoped))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, sort_keys=True))
     return 0

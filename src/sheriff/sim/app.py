@@ -116,10 +116,11 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
         return {"chunk": list(reversed(chunk)), "start": "s0", "end": "s1"}
 
     @app.get("/__sim__/load")
-    async def load() -> dict[str, Any]:
+    async def load(queue_prefixes: str = "") -> dict[str, Any]:
         from sheriff.sim.load import load_left
 
-        return load_left(world, list(room.values()))
+        prefixes = tuple(p for p in queue_prefixes.split(",") if p)
+        return load_left(world, list(room.values()), prefixes)
 
     @app.get("/__sim__/stats")
     async def stats() -> dict[str, Any]:

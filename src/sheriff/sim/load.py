@@ -50,25 +50,41 @@ def _ratio(a: int, b: int) -> float | None:
     return round(a / b, 4) if b else None
 
 
-def load_left(world: World, alerts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The figures of docs/simulator.md's "load left for people"."""
+def load_left(
+    world: World,
+    alerts: list[dict[str, Any]] | None = None,
+    queue_prefixes: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The figures of docs/simulator.md's "load left for people"; with `queue_prefixes`,
+    `views.in_scope` is Treeherder's view of the jobs on those queues only (what a
+    sheriff configured to triage them answers for)."""
+    from sheriff.sim.tasks import task_queue_id
+
     with world.lock:
         jobs = _failed_test_jobs(world)
+        in_scope = {
+            j.job_id for j in jobs if task_queue_id(world, j.task).startswith(queue_prefixes)
+        }
         pushes = max(1, len(world.pushes))
         truths = {j.job_id: job_truth(j) for j in jobs}
         by_action = {j.job_id: j.task.action is not None for j in jobs}
         views: dict[str, Any] = {}
-        for view in ("none", "treeherder"):
-            if view == "none":
-                left = [j for j in jobs if j.classified_by != "person"]
+        for view in ("none", "treeherder", "in_scope_none", "in_scope"):
+            scoped = view.startswith("in_scope")
+            if scoped and not queue_prefixes:
+                continue
+            scope = [j for j in jobs if not scoped or j.job_id in in_scope]
+            if view.endswith("none"):
+                left = [j for j in scope if j.classified_by != "person"]
                 auto: list[Job] = []
             else:
-                left = [j for j in jobs if j.classification in UNCLASSIFIED]
-                auto = [j for j in jobs if j.classified_by not in (None, "person")]
-            intermittent = [j for j in jobs if truths[j.job_id] == "intermittent"]
-            regression = [j for j in jobs if truths[j.job_id] == "regression"]
+                left = [j for j in scope if j.classification in UNCLASSIFIED]
+                auto = [j for j in scope if j.classified_by not in (None, "person")]
+            intermittent = [j for j in scope if truths[j.job_id] == "intermittent"]
+            regression = [j for j in scope if truths[j.job_id] == "regression"]
             auto_ids = {j.job_id for j in auto}
             views[view] = {
+                "failed_jobs": len(scope),
                 "unclassified": len(left),
                 "unclassified_per_push": round(len(left) / pushes, 2),
                 "unclassified_from_actions": sum(by_action[j.job_id] for j in left),

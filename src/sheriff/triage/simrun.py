@@ -107,10 +107,12 @@ class SimProcess:
         assert self._admin is not None
         return self._admin.get("/__sim__/stats").json()
 
-    def load(self) -> dict[str, Any]:
-        """The load left for people, as the simulator's Treeherder holds it."""
+    def load(self, queue_prefixes: list[str] | None = None) -> dict[str, Any]:
+        """The load left for people, as the simulator's Treeherder holds it (and on the
+        queues sheriff triages, `views.in_scope`)."""
         assert self._admin is not None
-        return self._admin.get("/__sim__/load").json()
+        params = {"queue_prefixes": ",".join(queue_prefixes or [])}
+        return self._admin.get("/__sim__/load", params=params).json()
 
 
 def load_figures(load: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +130,7 @@ def load_figures(load: dict[str, Any]) -> dict[str, Any]:
         "unclassified_by_truth": load["unclassified_by_truth"],
         "unclassified_sample": load["unclassified_sample"],
         "alerts": load["alerts"],
+        "in_scope": load["views"].get("in_scope"),
     }
 
 
@@ -153,7 +156,9 @@ def regression_records(engine: sa.Engine) -> list[dict[str, Any]]:
     ]
 
 
-def play_without_sheriff(scenario_path: str | Path) -> dict[str, Any]:
+def play_without_sheriff(
+    scenario_path: str | Path, queue_prefixes: list[str] | None = None
+) -> dict[str, Any]:
     """The same world with no sheriff at all: the clock runs to the play's end; the
     `load` figures of nobody (`none`) and of Treeherder's own marking (`treeherder`)."""
     from sheriff.sim.scenario import load_scenario, resolve_scenario
@@ -166,10 +171,9 @@ def play_without_sheriff(scenario_path: str | Path) -> dict[str, Any]:
         deadline = last_push + timedelta(hours=EXTRA_HOURS)
         while sim.now < deadline and not (sim.now >= last_push and sim.finished):
             sim.advance(minutes=60)
-        load = sim.load()
-    none = {**load["views"]["none"], "failed_jobs": load["failed_jobs"]}
-    treeherder = {**load["views"]["treeherder"], "failed_jobs": load["failed_jobs"]}
-    return {"scenario": scenario.name, "none": none, "treeherder": treeherder}
+        load = sim.load(queue_prefixes)
+    views = load["views"]
+    return {"scenario": scenario.name, **views}
 
 
 def require_empty_store(url: str) -> sa.Engine:
@@ -318,7 +322,7 @@ def _play_once(
                     break
             truth = sim.truth()
             stats = sim.stats()
-            load = sim.load()
+            load = sim.load(settings.queue_prefixes)
             metrics = measure(
                 engine,
                 truth,
