@@ -54,15 +54,15 @@ def _room(sim) -> list[dict]:
     return list(sim.app.state.matrix_room.values())
 
 
-def test_one_regression_one_search_written_back_and_announced_once(sqlite_engine, sim) -> None:
-    triage = _triage(sqlite_engine, sim)
+def test_one_regression_one_search_written_back_and_announced_once(engine, sim) -> None:
+    triage = _triage(engine, sim)
     drive(triage, sim, limit_hours=10)
     for _ in range(6):  # let the last writes and the stopped/culprit alerts settle
         sim.advance(minutes=10)
         one_pass(triage, sim)
     truth = sim.truth()
     [true_regression] = truth["regressions"]
-    with sqlite_engine.connect() as conn:
+    with engine.connect() as conn:
         found = list_regressions(conn)
         reports = conn.execute(sa.select(backfill_report)).all()
         cases = conn.execute(
@@ -101,7 +101,7 @@ def test_one_regression_one_search_written_back_and_announced_once(sqlite_engine
     # A second process (nothing in memory) finds everything done: nothing is sent again.
     notes = sum(len(j.api_notes) for j in sim.world.jobs.values())
     messages = len(_room(sim))
-    later = _triage(sqlite_engine, sim)
+    later = _triage(engine, sim)
     sim.advance(minutes=10)
     one_pass(later, sim)
     assert sum(len(j.api_notes) for j in sim.world.jobs.values()) == notes
