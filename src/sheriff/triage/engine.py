@@ -598,8 +598,11 @@ class Triage:
         from sheriff.triage.alerts import plan_alerts
         from sheriff.triage.writeback import plan_writeback
 
-        self._observe_near_regressions(now)
         writes_live = self.live and bool(self.settings.treeherder_token)
+        if writes_live:
+            # Extra reads from Treeherder only for writes that will be sent; a dry run
+            # records what the runs already read say.
+            self._observe_near_regressions(now)
         channels = channels_from_settings(self.settings)
         alerts_live = self.live and bool(channels)
         with self.engine.begin() as conn:
