@@ -10,7 +10,7 @@ oldest failing push seen, which is nearest the culprit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +56,8 @@ class Regression:
     lines: list[str]
     tests: list[str]
     fail_rate: float
+    # Per kept line, how many retriggers showed it (empty: none observed).
+    shown_by: dict[str, int] = field(default_factory=dict)
 
 
 def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
@@ -111,7 +113,10 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
     tests = sorted({t for t in (test_of(line) for line in kept) if t})
     reproduced = sum(1 for run in seen if reproduces(run, kept, tests))
     return Regression(
-        lines=sorted(set(kept)), tests=tests, fail_rate=estimate_fail_rate(reproduced, len(seen))
+        lines=sorted(set(kept)),
+        tests=tests,
+        fail_rate=estimate_fail_rate(reproduced, len(seen)),
+        shown_by={line: sum(line in run for run in seen) for line in set(kept)},
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
 from sheriff.model.regressions import (
     CONFIRMED,
@@ -87,14 +88,25 @@ def _case_facts(conn: sa.Connection, case_id: int, orders: dict[int, int]) -> tu
         .where(triage_case.c.id == case_id)
     ).one()
     found = regression_of(conn, row.job_id)
+    lines = _reproduced_most(found.lines, found.shown_by)
+    tests = frozenset(t for t in (test_of(line) for line in lines) if t) or frozenset(found.tests)
     facts = CaseFacts(
         case_id=case_id,
         push_order=orders.get(row.push_id, 0),
-        tests=frozenset(found.tests),
-        lines=frozenset(found.lines),
+        tests=tests,
+        lines=frozenset(lines),
         configuration=f"{row.platform}/{row.option_collection}",
     )
     return facts, row
+
+
+def _reproduced_most(lines: list[str], shown_by: dict[str, int]) -> list[str]:
+    """The lines the retriggers showed at least half as often as the most shown one: a
+    flaky test that failed beside the regression once more is not the regression."""
+    if not shown_by:
+        return lines
+    most = max(shown_by.get(line, 0) for line in lines) if lines else 0
+    return [line for line in lines if shown_by.get(line, 0) * 2 >= most]
 
 
 def _groups(conn: sa.Connection, repository_id: int, orders: dict[int, int]) -> list[Group]:
