@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     history_lower: float | None = None
     history_min_clean_runs: int | None = None
     history_at_cap: float | None = None
+    # A run whose log Treeherder has not parsed this long after the run ended (or could
+    # not parse at all) has its live_backing.log read by sheriff itself.
+    raw_log_after_minutes: float = Field(30, ge=0)
 
     # Backfills (sheriff.backfill.BackfillSettings has every knob and its meaning).
     backfill_enabled: bool = True  # a regression verdict opens a backfill report
