@@ -308,12 +308,17 @@ def demo_database(workdir: Path) -> str:
 
 
 @contextlib.contextmanager
-def served(url: str) -> Iterator[str]:
-    """`sheriff serve` on `url` in its own process; yields its base URL."""
+def served(url: str, **settings: str) -> Iterator[str]:
+    """`sheriff serve` on `url` in its own process (with `SHERIFF_<NAME>` settings);
+    yields its base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "SHERIFF_DATABASE_URL": url}
+    env = {
+        **os.environ,
+        "SHERIFF_DATABASE_URL": url,
+        **{f"SHERIFF_{k.upper()}": v for k, v in settings.items()},
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "sheriff", "serve", "--port", str(port)],
         env=env,
@@ -399,13 +404,53 @@ def under_load(args: argparse.Namespace) -> None:
             ],
         }
         print(f"{jobs:,} jobs of {repo}; {n:,} requests per shape, {c} at a time")
-        print(f"{'endpoint':52} | p50 ms | p95 ms | req/s | errors")
-        with served(url) as base:
-            for name, paths in shapes.items():
-                urls = [base + p.format(repo=repo) for p in paths]
-                timings, errors, took = asyncio.run(_hammer(urls, c))
-                p50, p95 = percentiles(timings)
-                print(f"{name:52} | {p50:6.0f} | {p95:6.0f} | {n / took:5.0f} | {errors}")
+        # Side by side: the answer cache off, on, and on while something writes to the
+        # database every second (a triage pass commits far less often than that).
+        modes = (
+            ("no cache", {"api_cache_mb": "0"}, False),
+            ("cache", {}, False),
+            ("cache, a write/s", {}, True),
+        )
+        print(f"{'endpoint':52} | {'mode':16} | p50 ms | p95 ms | req/s | errors")
+        for mode, settings, writing in modes:
+            with served(url, **settings) as base, _writes_every_second(url, writing):
+                for name, paths in shapes.items():
+                    urls = [base + p.format(repo=repo) for p in paths]
+                    timings, errors, took = asyncio.run(_hammer(urls, c))
+                    p50, p95 = percentiles(timings)
+                    print(
+                        f"{name:52} | {mode:16} | {p50:6.0f} | {p95:6.0f} | "
+                        f"{n / took:5.0f} | {errors}"
+                    )
+
+
+@contextlib.contextmanager
+def _writes_every_second(url: str, writing: bool) -> Iterator[None]:
+    """A thread committing one small write per second (when `writing`)."""
+    if not writing:
+        yield
+        return
+    engine = db.open_database(url)
+    stop = threading.Event()
+
+    def write() -> None:
+        flip = 0
+        while not stop.wait(1.0):
+            flip ^= 1
+            with engine.begin() as conn:
+                first = conn.execute(sa.select(sa.func.min(job.c.id))).scalar_one()
+                conn.execute(
+                    job.update().where(job.c.id == first).values(classification_id=1 + flip)
+                )
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        engine.dispose()
 
 
 def main() -> None:

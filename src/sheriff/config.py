@@ -121,6 +121,9 @@ class Settings(BaseSettings):
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
     serve_workers: int | None = Field(None, ge=1, le=64)  # `sheriff serve` processes; None: CPUs
+    # Memory per serving process for read answers kept while the database is unchanged
+    # (sheriff.web.answer_cache); 0 turns the cache off.
+    api_cache_mb: int = Field(64, ge=0)
 
     @field_validator("policy")
     @classmethod
