@@ -521,14 +521,22 @@ def pushes_of_revision(conn: sa.Connection, revision: str, repo_id: int | None) 
 
 def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
     """The push's failed runs and the originals that have a case, by platform then label."""
-    has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
-    stmt = (
-        _jobs_select()
-        .where(
-            job.c.push_id == push_id,
-            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery())),
+    return jobs_of_push(conn, push_id, failed_only=True)
+
+
+def jobs_of_push(
+    conn: sa.Connection, push_id: int, *, failed_only: bool = False
+) -> list[dict[str, Any]]:
+    """The push's runs (only the failed ones and the originals that have a case, when
+    `failed_only`), by platform then label, with their case's verdict and P(regression)."""
+    stmt = _jobs_select().where(job.c.push_id == push_id)
+    if failed_only:
+        has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
+        stmt = stmt.where(
+            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery()))
         )
-        .order_by(_machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id)
+    stmt = stmt.order_by(
+        _machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id
     )
     jobs = list(_job_rows(conn.execute(stmt)))
     _add_verdicts(conn, jobs)
