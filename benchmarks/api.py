@@ -271,6 +271,9 @@ def dashboard(args: argparse.Namespace) -> None:
             pages = {
                 "pushes": [f"{base}/"] * n,
                 "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
+                "push, needs person": [
+                    f"{base}/push/{rng.choice(revisions)}/?needs=person" for _ in range(n)
+                ],
                 "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
                 "similar jobs": [
                     f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)
@@ -279,12 +282,12 @@ def dashboard(args: argparse.Namespace) -> None:
                     f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
                 ],
             }
-            print(f"{'page':16} | server p50 ms | server p95 ms | wall p95 ms")
+            print(f"{'page':18} | server p50 ms | server p95 ms | wall p95 ms")
             with httpx.Client(timeout=60) as client:
                 client.get(f"{base}/")
                 for name, urls in pages.items():
                     p50, p95, wall = time_pages(client, urls)
-                    print(f"{name:16} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+                    print(f"{name:18} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
         finally:
             if server:
                 server.stop()

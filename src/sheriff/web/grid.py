@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from sheriff.model.case import is_persons_classification
 
 FAILED_RESULTS = frozenset({"testfailed", "busted", "exception"})
@@ -112,6 +114,32 @@ class GridRow:
     @property
     def jobs(self) -> int:
         return sum(len(g.jobs) for g in self.groups)
+
+    def html(self, repo: str) -> Markup:
+        """The row's symbols as HTML. Written here rather than in the template: a busy
+        push has thousands of symbols, and a template loop over their properties took
+        most of the page's time."""
+        base = f"/{escape(repo)}/jobs/"
+        parts: list[str] = []
+        for group in self.groups:
+            title = f' title="{escape(group.name)}"' if group.name else ""
+            parts.append(f'<span class="group"{title}>')
+            if group.grouped:
+                parts.append(f"{escape(group.symbol)}(&#8203;")
+            for j in group.jobs:
+                classes = f"sym res-{escape(j.result)}"
+                if j.action:
+                    classes += " added"
+                if j.needs_person:
+                    classes += " needs"
+                words = escape(j.words)
+                mark = f'<span class="mark" aria-hidden="true">{j.mark}</span>' if j.mark else ""
+                parts.append(
+                    f'<a class="{classes}" href="{base}{j.id}/" title="{words}" '
+                    f'aria-label="{words}">{j.action_mark}{escape(j.symbol)}{mark}</a>'
+                )
+            parts.append(")</span> " if group.grouped else "</span> ")
+        return Markup("".join(parts))
 
 
 def _natural(text: str) -> tuple[Any, ...]:
