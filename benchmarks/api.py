@@ -247,52 +247,74 @@ def time_pages(client: httpx.Client, urls: list[str]) -> tuple[float, float, flo
 
 
 def dashboard(args: argparse.Namespace) -> None:
-    """Server time of each dashboard page with a day of autoland loaded."""
+    """Server time of each dashboard page with a day of autoland loaded: synthetic jobs,
+    or (`--url`) a database that `sheriff sim run --scenario autoland-day --database …`
+    left behind."""
     # autoland-day.yaml: 120 pushes x 8 platforms x 67 chunks x 0.6 scheduled ~ 38,600 jobs.
-    shape = Shape(jobs=args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
-        url, drop = database_url(args.backend, Path(tmp))
+        if args.url:
+            url, drop = args.url, lambda: None
+        else:
+            url, drop = database_url(args.backend, Path(tmp))
         engine = db.open_database(url)
-        server = None
         try:
-            load(engine, shape, args.batch)
-            made = add_triage(engine)
-            print(
-                f"{args.backend}: {args.jobs:,} jobs, {len(made['cases']):,} cases, "
-                f"{len(made['reports']):,} backfill reports"
-            )
-            with engine.connect() as conn:
-                revisions = list(conn.execute(sa.select(push.c.revision)).scalars())
-            app = create_app(engine, load_settings(), protocol_factory=None)
-            server = Server(app)
-            base = f"http://127.0.0.1:{server.port}/autoland"
-            rng = random.Random(3)
-            n = args.samples
-            pages = {
-                "pushes": [f"{base}/"] * n,
-                "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
-                "push, needs person": [
-                    f"{base}/push/{rng.choice(revisions)}/?needs=person" for _ in range(n)
-                ],
-                "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
-                "similar jobs": [
-                    f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)
-                ],
-                "backfill report": [
-                    f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
-                ],
-            }
-            print(f"{'page':18} | server p50 ms | server p95 ms | wall p95 ms")
-            with httpx.Client(timeout=60) as client:
-                client.get(f"{base}/")
-                for name, urls in pages.items():
-                    p50, p95, wall = time_pages(client, urls)
-                    print(f"{name:18} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+            if args.url:
+                made = _played_triage(engine)
+                print(
+                    f"{args.url}: {len(made['jobs']):,} jobs with a case, "
+                    f"{len(made['reports']):,} backfill reports"
+                )
+            else:
+                load(engine, Shape(jobs=args.jobs), args.batch)
+                made = add_triage(engine)
+                print(
+                    f"{args.backend}: {args.jobs:,} jobs, {len(made['cases']):,} cases, "
+                    f"{len(made['reports']):,} backfill reports"
+                )
+            _time_dashboard(engine, made, args.samples)
         finally:
-            if server:
-                server.stop()
             engine.dispose()
             drop()  # type: ignore[operator]
+
+
+def _played_triage(engine: sa.Engine) -> dict[str, list[int]]:
+    """The cases' jobs and the backfill reports of a played database."""
+    with engine.connect() as conn:
+        return {
+            "jobs": list(conn.execute(sa.select(triage_case.c.job_id)).scalars()),
+            "reports": list(conn.execute(sa.select(backfill_report.c.id)).scalars()),
+        }
+
+
+def _time_dashboard(engine: sa.Engine, made: dict[str, list[int]], n: int) -> None:
+    with engine.connect() as conn:
+        revisions = list(conn.execute(sa.select(push.c.revision)).scalars())
+        repo = conn.execute(sa.text("SELECT name FROM repository LIMIT 1")).scalar_one()
+    server = Server(create_app(engine, load_settings(), protocol_factory=None))
+    try:
+        base = f"http://127.0.0.1:{server.port}/{repo}"
+        rng = random.Random(3)
+        pages = {
+            "pushes": [f"{base}/"] * n,
+            "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
+            "push, needs person": [
+                f"{base}/push/{rng.choice(revisions)}/?needs=person" for _ in range(n)
+            ],
+            "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
+            "similar jobs": [f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)],
+        }
+        if made["reports"]:
+            pages["backfill report"] = [
+                f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
+            ]
+        print(f"{'page':18} | server p50 ms | server p95 ms | wall p95 ms")
+        with httpx.Client(timeout=60) as client:
+            client.get(f"{base}/")
+            for name, urls in pages.items():
+                p50, p95, wall = time_pages(client, urls)
+                print(f"{name:18} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+    finally:
+        server.stop()
 
 
 def demo_database(workdir: Path) -> str:
