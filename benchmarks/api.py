@@ -247,49 +247,74 @@ def time_pages(client: httpx.Client, urls: list[str]) -> tuple[float, float, flo
 
 
 def dashboard(args: argparse.Namespace) -> None:
-    """Server time of each dashboard page with a day of autoland loaded."""
+    """Server time of each dashboard page with a day of autoland loaded: synthetic jobs,
+    or (`--url`) a database that `sheriff sim run --scenario autoland-day --database …`
+    left behind."""
     # autoland-day.yaml: 120 pushes x 8 platforms x 67 chunks x 0.6 scheduled ~ 38,600 jobs.
-    shape = Shape(jobs=args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
-        url, drop = database_url(args.backend, Path(tmp))
+        if args.url:
+            url, drop = args.url, lambda: None
+        else:
+            url, drop = database_url(args.backend, Path(tmp))
         engine = db.open_database(url)
-        server = None
         try:
-            load(engine, shape, args.batch)
-            made = add_triage(engine)
-            print(
-                f"{args.backend}: {args.jobs:,} jobs, {len(made['cases']):,} cases, "
-                f"{len(made['reports']):,} backfill reports"
-            )
-            with engine.connect() as conn:
-                revisions = list(conn.execute(sa.select(push.c.revision)).scalars())
-            app = create_app(engine, load_settings(), protocol_factory=None)
-            server = Server(app)
-            base = f"http://127.0.0.1:{server.port}/autoland"
-            rng = random.Random(3)
-            n = args.samples
-            pages = {
-                "pushes": [f"{base}/"] * n,
-                "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
-                "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
-                "similar jobs": [
-                    f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)
-                ],
-                "backfill report": [
-                    f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
-                ],
-            }
-            print(f"{'page':16} | server p50 ms | server p95 ms | wall p95 ms")
-            with httpx.Client(timeout=60) as client:
-                client.get(f"{base}/")
-                for name, urls in pages.items():
-                    p50, p95, wall = time_pages(client, urls)
-                    print(f"{name:16} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+            if args.url:
+                made = _played_triage(engine)
+                print(
+                    f"{args.url}: {len(made['jobs']):,} jobs with a case, "
+                    f"{len(made['reports']):,} backfill reports"
+                )
+            else:
+                load(engine, Shape(jobs=args.jobs), args.batch)
+                made = add_triage(engine)
+                print(
+                    f"{args.backend}: {args.jobs:,} jobs, {len(made['cases']):,} cases, "
+                    f"{len(made['reports']):,} backfill reports"
+                )
+            _time_dashboard(engine, made, args.samples)
         finally:
-            if server:
-                server.stop()
             engine.dispose()
             drop()  # type: ignore[operator]
+
+
+def _played_triage(engine: sa.Engine) -> dict[str, list[int]]:
+    """The cases' jobs and the backfill reports of a played database."""
+    with engine.connect() as conn:
+        return {
+            "jobs": list(conn.execute(sa.select(triage_case.c.job_id)).scalars()),
+            "reports": list(conn.execute(sa.select(backfill_report.c.id)).scalars()),
+        }
+
+
+def _time_dashboard(engine: sa.Engine, made: dict[str, list[int]], n: int) -> None:
+    with engine.connect() as conn:
+        revisions = list(conn.execute(sa.select(push.c.revision)).scalars())
+        repo = conn.execute(sa.text("SELECT name FROM repository LIMIT 1")).scalar_one()
+    server = Server(create_app(engine, load_settings(), protocol_factory=None))
+    try:
+        base = f"http://127.0.0.1:{server.port}/{repo}"
+        rng = random.Random(3)
+        pages = {
+            "pushes": [f"{base}/"] * n,
+            "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
+            "push, needs person": [
+                f"{base}/push/{rng.choice(revisions)}/?needs=person" for _ in range(n)
+            ],
+            "job": [f"{base}/jobs/{rng.choice(made['jobs'])}/" for _ in range(n)],
+            "similar jobs": [f"{base}/jobs/{rng.choice(made['jobs'])}/similar/" for _ in range(n)],
+        }
+        if made["reports"]:
+            pages["backfill report"] = [
+                f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
+            ]
+        print(f"{'page':18} | server p50 ms | server p95 ms | wall p95 ms")
+        with httpx.Client(timeout=60) as client:
+            client.get(f"{base}/")
+            for name, urls in pages.items():
+                p50, p95, wall = time_pages(client, urls)
+                print(f"{name:18} | {p50:13.1f} | {p95:13.1f} | {wall:11.1f}")
+    finally:
+        server.stop()
 
 
 def demo_database(workdir: Path) -> str:
@@ -308,12 +333,17 @@ def demo_database(workdir: Path) -> str:
 
 
 @contextlib.contextmanager
-def served(url: str) -> Iterator[str]:
-    """`sheriff serve` on `url` in its own process; yields its base URL."""
+def served(url: str, **settings: str) -> Iterator[str]:
+    """`sheriff serve` on `url` in its own process (with `SHERIFF_<NAME>` settings);
+    yields its base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "SHERIFF_DATABASE_URL": url}
+    env = {
+        **os.environ,
+        "SHERIFF_DATABASE_URL": url,
+        **{f"SHERIFF_{k.upper()}": v for k, v in settings.items()},
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "sheriff", "serve", "--port", str(port)],
         env=env,
@@ -399,13 +429,53 @@ def under_load(args: argparse.Namespace) -> None:
             ],
         }
         print(f"{jobs:,} jobs of {repo}; {n:,} requests per shape, {c} at a time")
-        print(f"{'endpoint':52} | p50 ms | p95 ms | req/s | errors")
-        with served(url) as base:
-            for name, paths in shapes.items():
-                urls = [base + p.format(repo=repo) for p in paths]
-                timings, errors, took = asyncio.run(_hammer(urls, c))
-                p50, p95 = percentiles(timings)
-                print(f"{name:52} | {p50:6.0f} | {p95:6.0f} | {n / took:5.0f} | {errors}")
+        # Side by side: the answer cache off, on, and on while something writes to the
+        # database every second (a triage pass commits far less often than that).
+        modes = (
+            ("no cache", {"api_cache_mb": "0"}, False),
+            ("cache", {}, False),
+            ("cache, a write/s", {}, True),
+        )
+        print(f"{'endpoint':52} | {'mode':16} | p50 ms | p95 ms | req/s | errors")
+        for mode, settings, writing in modes:
+            with served(url, **settings) as base, _writes_every_second(url, writing):
+                for name, paths in shapes.items():
+                    urls = [base + p.format(repo=repo) for p in paths]
+                    timings, errors, took = asyncio.run(_hammer(urls, c))
+                    p50, p95 = percentiles(timings)
+                    print(
+                        f"{name:52} | {mode:16} | {p50:6.0f} | {p95:6.0f} | "
+                        f"{n / took:5.0f} | {errors}"
+                    )
+
+
+@contextlib.contextmanager
+def _writes_every_second(url: str, writing: bool) -> Iterator[None]:
+    """A thread committing one small write per second (when `writing`)."""
+    if not writing:
+        yield
+        return
+    engine = db.open_database(url)
+    stop = threading.Event()
+
+    def write() -> None:
+        flip = 0
+        while not stop.wait(1.0):
+            flip ^= 1
+            with engine.begin() as conn:
+                first = conn.execute(sa.select(sa.func.min(job.c.id))).scalar_one()
+                conn.execute(
+                    job.update().where(job.c.id == first).values(classification_id=1 + flip)
+                )
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        engine.dispose()
 
 
 def main() -> None:

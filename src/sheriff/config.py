@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     history_lower: float | None = None
     history_min_clean_runs: int | None = None
     history_at_cap: float | None = None
+    # A run whose log Treeherder has not parsed this long after the run ended (or could
+    # not parse at all) has its live_backing.log read by sheriff itself.
+    raw_log_after_minutes: float = Field(30, ge=0)
 
     # Backfills (sheriff.backfill.BackfillSettings has every knob and its meaning).
     backfill_enabled: bool = True  # a regression verdict opens a backfill report
@@ -131,6 +134,9 @@ class Settings(BaseSettings):
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
     serve_workers: int | None = Field(None, ge=1, le=64)  # `sheriff serve` processes; None: CPUs
+    # Memory per serving process for read answers kept while the database is unchanged
+    # (sheriff.web.answer_cache); 0 turns the cache off.
+    api_cache_mb: int = Field(64, ge=0)
 
     @field_validator("policy")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from sheriff.model.failure_lines import (
     failure_lines,
     failure_lines_from_bug_suggestions,
     line_kind,
+    log_error_lines,
     normalise_failure_line,
     strip_log_prefix,
 )
@@ -253,3 +255,47 @@ def test_bug_suggestions_keep_test_unexpected_lines_only(reference: Path) -> Non
         "PROCESS-CRASH | application crashed [@ libc.so + <ptr>] | "
         "dom/canvas/test/crossorigin/mochitest.toml"
     ]
+
+
+def _logs_treeherder_parsed(reference: Path) -> list[tuple[str, list[str], list[dict]]]:
+    out = []
+    for parsed in sorted((reference / "treeherder/logs").glob("*.logview.json")):
+        name = parsed.name.removesuffix(".logview.json")
+        raw = gzip.decompress((reference / f"treeherder/logs/{name}.log.gz").read_bytes())
+        errors = json.loads(parsed.read_text())["errors"]
+        out.append((name, raw.decode("utf-8", "replace").splitlines(), errors))
+    return out
+
+
+def test_raw_logs_give_the_failure_lines_treeherder_extracted_and_no_other(
+    reference: Path,
+) -> None:
+    """Sheriff's own reading of a live_backing.log (when Treeherder has not parsed it)
+    against Treeherder's parse of the same real logs."""
+    checked = 0
+    for name, lines, errors in _logs_treeherder_parsed(reference):
+        ours = log_error_lines("\n".join(lines))
+        extracted = [
+            strip_log_prefix(e["line"]) for e in errors if line_kind(e["line"]) is not None
+        ]
+        # Every TEST-UNEXPECTED-* / PROCESS-CRASH line Treeherder extracted is found ...
+        assert [line for line in extracted if line not in ours] == [], name
+        # ... none is invented: each is such a line of the log, and where Treeherder kept
+        # every error line (fewer than its cap of 40) the two lists are the same.
+        cleaned = {strip_log_prefix(line) for line in lines}
+        assert all(line in cleaned and line_kind(line) for line in ours), name
+        if len(errors) < 40:
+            assert ours == extracted, name
+        # And they normalise as the lines of Treeherder's bug suggestions do.
+        assert failure_lines(ours) == failure_lines(extracted), name
+        checked += len(extracted)
+    assert checked >= 50  # mochitest, reftest, wpt, xpcshell crash, leak and timeout logs
+
+
+def test_a_log_without_failure_lines_gives_none() -> None:
+    assert log_error_lines("") == []
+    assert (
+        log_error_lines("[task 2026-11-02T08:00:00.000Z] 08:00:01 INFO - TEST-PASS | a | ok") == []
+    )
+    line = "[task 2026-11-02T08:00:00.000Z] 08:00:01 INFO - TEST-UNEXPECTED-FAIL | a.js | boom"
+    assert log_error_lines(f"x\n{line}\ny") == ["TEST-UNEXPECTED-FAIL | a.js | boom"]

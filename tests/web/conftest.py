@@ -337,6 +337,17 @@ def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def played(played_database: str) -> Iterator[str]:
+    """A live server over the database a play of small.yaml left behind."""
+    from sheriff.store.db import open_database
+
+    engine = open_database(played_database)
+    with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
+        yield server.url
+    engine.dispose()
+
+
 @pytest.fixture(scope="session")
 def played_database(tmp_path_factory: pytest.TempPathFactory, scenarios_dir: Path) -> str:
     """URL of a SQLite database left by playing small.yaml (what `sheriff sim run` does)."""

@@ -8,26 +8,12 @@ The scenario is played once per test session (`played_database`, the same `play`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from sheriff.store.db import open_database
-from sheriff.web import create_app
-from tests.web.conftest import LiveServer, offline_settings
-
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def played(played_database: str) -> Iterator[str]:
-    """A live server over the database a play of small.yaml left behind."""
-    engine = open_database(played_database)
-    with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
-        yield server.url
-    engine.dispose()
 
 
 def _report_with_culprit(base: str) -> dict[str, Any]:
@@ -60,15 +46,28 @@ def test_follow_a_played_regression_to_its_culprit(browser, played, artifacts) -
 
     regression_row.get_by_role("link", name=seen_on[:12]).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(seen_on[:12])
-    job_link = page.locator(f'a[href="/autoland/jobs/{job_id}/"]')
-    job_row = page.get_by_role("row").filter(has=job_link)
+    href = f'a[href="/autoland/jobs/{job_id}/"]'
+    job_link = page.locator(f"section.platform {href}")
+    job_row = page.locator("section.platform tr").filter(has=page.locator(href))
     expect(job_row).to_contain_text("regression")
+    # The grid: the same job as a symbol in its configuration's row, marked a regression,
+    # and still there when only what needs a person is shown.
+    symbol = page.locator(f'table.grid a[href="/autoland/jobs/{job_id}/"]')
+    expect(symbol).to_have_attribute("aria-label", re.compile("sheriff: regression"))
+    expect(symbol.locator(".mark")).to_have_text("!")
     snap(page, "2-push.png")
+    page.get_by_role("link", name=re.compile("Only what needs a person")).click()
+    expect(symbol).to_have_count(1)
+    expect(page.locator("table.grid a.sym:not(.needs)")).to_have_count(0)
+    snap(page, "2-push-needs-a-person.png")
 
     job_link.click()
     expect(page.get_by_role("heading", level=1)).to_have_text(report["label"])
     expect(page.locator(".verdict-line")).to_contain_text("regression")
     expect(page.locator("table.matrix")).to_contain_text("reproduced in")
+    # The verdict in words, the earlier pushes as a strip; the raw JSON only behind a link.
+    expect(page.locator("ul.reasons")).to_contain_text("retrigger")
+    expect(page.locator("pre")).to_have_count(0)
     # The link goes to the simulator the data came from, not to the server's setting.
     expect(page.get_by_role("link", name="in Treeherder", exact=True)).to_have_attribute(
         "href",

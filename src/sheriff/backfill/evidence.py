@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import PushRuns
 from sheriff.model.failure_lines import failing_test as test_of
-from sheriff.model.policy import FINAL_PARSE_STATUSES
+from sheriff.model.policy import run_lines_known, run_lines_never
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
 from sheriff.store.schema import job, job_type, run_observation
 
@@ -50,7 +50,8 @@ class RunView:
         return (
             self.state == "completed"
             and self.result == "testfailed"
-            and self.parse_status not in FINAL_PARSE_STATUSES
+            and not run_lines_known(self.parse_status, self.failure_lines)
+            and not run_lines_never(self.parse_status, self.failure_lines)
         )
 
 
@@ -91,7 +92,7 @@ def classify(run: RunView, lines: Sequence[str], tests: Sequence[str]) -> str:
         return "unknown"  # exception, retry, cancelled: says nothing about the regression
     if not lines and not tests:
         return "reproduced"  # a manual request without known failure lines: any failure
-    if run.parse_status != "parsed" or run.failure_lines is None:
+    if not run_lines_known(run.parse_status, run.failure_lines):
         return "unknown"
     return "reproduced" if reproduces(run.failure_lines, lines, tests) else "clean"
 

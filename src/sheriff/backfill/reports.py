@@ -21,6 +21,7 @@ from sheriff.backfill.settings import BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
+from sheriff.model.policy import run_lines_known
 from sheriff.store.queries import job_manifests, platform_config
 from sheriff.store.schema import (
     backfill_record,
@@ -106,7 +107,7 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
     for row in retriggers:
         if row.result == "success":
             seen.append([])
-        elif row.parse_status == "parsed" and row.failure_lines is not None:
+        elif run_lines_known(row.parse_status, row.failure_lines):
             seen.append(list(row.failure_lines))
     shown = [line for line in lines if any(line in run for run in seen)]
     kept = shown or lines

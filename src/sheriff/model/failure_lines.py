@@ -27,6 +27,7 @@ __all__ = [
     "failure_lines",
     "failure_lines_from_bug_suggestions",
     "line_kind",
+    "log_error_lines",
     "normalise_failure_line",
     "strip_log_prefix",
 ]
@@ -231,3 +232,14 @@ def failure_lines_from_bug_suggestions(
     """
     searches = (s.get("search") for s in suggestions if isinstance(s, Mapping))
     return failure_lines((s for s in searches if isinstance(s, str)), kind)
+
+
+def log_error_lines(text: str) -> list[str]:
+    """A raw log's failure lines (`TEST-UNEXPECTED-*` and `PROCESS-CRASH`), cleaned of their
+    prefixes as Treeherder's parser cleans them, in log order.
+
+    What sheriff reads itself when Treeherder has not parsed a run's `live_backing.log`.
+    On the real logs Treeherder parsed (tests/data/treeherder/logs) it finds every such line
+    Treeherder extracted and no other; unlike Treeherder it keeps more than forty.
+    """
+    return [strip_log_prefix(line) for line in text.splitlines() if line_kind(line) is not None]

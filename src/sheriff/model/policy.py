@@ -45,8 +45,11 @@ from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
 __all__ = [
     "ADDED_POLICIES",
     "FINAL_PARSE_STATUSES",
+    "LINES_READ",
     "NO_LOG",
     "POLICIES",
+    "RAW_LOG",
+    "READ_IT_YOURSELF",
     "UNPARSABLE_LOG",
     "VOID_RESULTS",
     "CaseEvidence",
@@ -64,6 +67,8 @@ __all__ = [
     "Verdict",
     "get_policy",
     "register_policy",
+    "run_lines_known",
+    "run_lines_never",
 ]
 
 # Results of a run that say nothing about the test (Treeherder's names, and Taskcluster's
@@ -78,8 +83,27 @@ _TASK_RESULTS = {"completed": "success", "failed": "testfailed", "exception": "e
 # gives those none).
 NO_LOG = "no-log"
 UNPARSABLE_LOG = frozenset({"failed", "skipped-size", NO_LOG})
-FINAL_PARSE_STATUSES = UNPARSABLE_LOG | {"parsed"}
+# Sheriff's own status for a log it read itself (Treeherder's parse failed, or had not
+# come after `raw_log_after_minutes`): its failure lines are known like a parsed log's.
+RAW_LOG = "raw-log"
+LINES_READ = frozenset({"parsed", RAW_LOG})
+FINAL_PARSE_STATUSES = UNPARSABLE_LOG | LINES_READ
+# Treeherder could not parse these logs, but sheriff can read them itself: until it has
+# tried (the observation's failure lines are still null) the run's lines are to come.
+READ_IT_YOURSELF = frozenset({"failed", "skipped-size"})
 _UNPARSABLE = UNPARSABLE_LOG
+
+
+def run_lines_known(parse_status: str | None, failure_lines: object) -> bool:
+    """The run's failure lines have been read (from Treeherder's parse or the raw log)."""
+    return parse_status in LINES_READ and failure_lines is not None
+
+
+def run_lines_never(parse_status: str | None, failure_lines: object) -> bool:
+    """No failure line will ever be known for the run (no log, or no log anyone can read)."""
+    if parse_status == NO_LOG:
+        return True
+    return parse_status in READ_IT_YOURSELF and failure_lines is not None
 
 
 class Verdict(StrEnum):
@@ -134,7 +158,7 @@ class RunEvidence:
         read; `failed`, `skipped-size` or `no-log` means they never will be.
         """
         resolved = task_state in _TASK_RESULTS
-        lines_known = parse_status == "parsed" and bug_suggestions is not None
+        lines_known = parse_status in LINES_READ and bug_suggestions is not None
         return cls(
             task_id,
             resolved=resolved,

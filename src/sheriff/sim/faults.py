@@ -113,8 +113,10 @@ class FaultInjector:
 
 
 class _Damaged:
-    """Collects a successful answer's body, then sends garbage of its length, or its first
-    half, with a Content-Length that matches (the download "succeeds")."""
+    """Collects a successful answer's body, then sends garbage of its length (with that
+    Content-Length: the download "succeeds" and only the bytes tell), or only its first
+    half under the whole file's Content-Length before the connection drops (a transfer cut
+    short, as clients see one: fewer bytes than announced)."""
 
     def __init__(self, send: Send, rng: random.Random, *, corrupt: bool) -> None:
         self.send, self.rng, self.corrupt = send, rng, corrupt
@@ -129,12 +131,16 @@ class _Damaged:
         if message.get("more_body"):
             return
         assert self.start is not None
-        data = bytes(self.body)
+        data = announced = bytes(self.body)
         if self.start["status"] == 200 and data:
-            data = self.rng.randbytes(len(data)) if self.corrupt else data[: len(data) // 2]
+            if self.corrupt:
+                data = announced = self.rng.randbytes(len(data))
+            else:
+                data = data[: len(data) // 2]
         headers = [(k, v) for k, v in self.start["headers"] if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(data)).encode()))
+        headers.append((b"content-length", str(len(announced)).encode()))
         await self.send({**self.start, "headers": headers})
+        # A short body ends the answer early: the server closes the connection.
         await self.send({"type": "http.response.body", "body": data})
 
 

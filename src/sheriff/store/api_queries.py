@@ -521,14 +521,47 @@ def pushes_of_revision(conn: sa.Connection, revision: str, repo_id: int | None) 
 
 def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
     """The push's failed runs and the originals that have a case, by platform then label."""
-    has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
+    return jobs_of_push(conn, push_id, failed_only=True)
+
+
+# What a push's page shows of each of its (thousands of) runs: no times, no task ids.
+_PUSH_PAGE_COLUMNS = (
+    job.c.id,
+    job.c.push_id,
+    job_type.c.name.label("label"),
+    job_type.c.symbol.label("job_symbol"),
+    job_group.c.name.label("group_name"),
+    job_group.c.symbol.label("group_symbol"),
+    _machine_platform.c.platform.label("platform"),
+    job.c.option_collection,
+    job.c.tier,
+    job.c.result,
+    job.c.classification_id,
+    job.c.action,
+)
+
+
+def jobs_of_push(
+    conn: sa.Connection, push_id: int, *, failed_only: bool = False
+) -> list[dict[str, Any]]:
+    """The push's runs (only the failed ones and the originals that have a case, when
+    `failed_only`), by platform then label, with their case's verdict and P(regression):
+    the columns a push's page shows."""
     stmt = (
-        _jobs_select()
-        .where(
-            job.c.push_id == push_id,
-            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery())),
+        sa.select(*_PUSH_PAGE_COLUMNS)
+        .select_from(job)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .join(job_group, job_group.c.id == job.c.job_group_id)
+        .join(_machine_platform, _machine_platform.c.id == job.c.machine_platform_id)
+        .where(job.c.push_id == push_id)
+    )
+    if failed_only:
+        has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
+        stmt = stmt.where(
+            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery()))
         )
-        .order_by(_machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id)
+    stmt = stmt.order_by(
+        _machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id
     )
     jobs = list(_job_rows(conn.execute(stmt)))
     _add_verdicts(conn, jobs)

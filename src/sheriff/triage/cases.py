@@ -31,11 +31,12 @@ from sheriff.model.case import (
 )
 from sheriff.model.errorsummary import FailureKind, StructuredFailure
 from sheriff.model.policy import (
-    UNPARSABLE_LOG,
     CaseEvidence,
     DecisionKind,
     Policy,
     RunEvidence,
+    run_lines_known,
+    run_lines_never,
 )
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import action_request, job, job_type, push, task_queue, triage_case
@@ -134,7 +135,8 @@ def run_evidence(row: Mapping[str, Any], obs: Mapping[str, Any] | None, mine: bo
     """One run as a policy sees it, from its job row and its observation."""
     resolved = row["state"] == "completed" and row["result"] != "retry"
     parse = (obs or {}).get("parse_status")
-    lines_known = parse == "parsed" and (obs or {}).get("failure_lines") is not None
+    lines = (obs or {}).get("failure_lines")
+    lines_known = run_lines_known(parse, lines)
     return RunEvidence(
         row["task_id"],
         resolved=resolved,
@@ -143,7 +145,7 @@ def run_evidence(row: Mapping[str, Any], obs: Mapping[str, Any] | None, mine: bo
         failure_lines=tuple((obs or {}).get("failure_lines") or ()) if lines_known else (),
         structured_failures=_structured((obs or {}).get("structured_failures")),
         requested_by_sheriff=mine,
-        log_unparsed=parse in UNPARSABLE_LOG,
+        log_unparsed=run_lines_never(parse, lines),
     )
 
 

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -38,7 +39,7 @@ from sheriff.ci.taskcluster import (
     TaskclusterNotFound,
     TaskclusterUnavailable,
 )
-from sheriff.ci.treeherder import Treeherder
+from sheriff.ci.treeherder import Treeherder, TreeherderError
 from sheriff.config import Settings
 from sheriff.errors import ConfigError
 from sheriff.ingest.taskgroup import GroupListing, find_decision_task, list_group
@@ -158,7 +159,13 @@ class Triage:
         self.repo = repo
         self.live = live
         self.policy = policy_named(policy or settings.policy, settings)
-        self.observer = Observer(engine, treeherder, clients, repo)
+        self.observer = Observer(
+            engine,
+            treeherder,
+            clients,
+            repo,
+            raw_log_after=timedelta(minutes=self.settings.raw_log_after_minutes),
+        )
         self.backfill = backfill_settings_of(settings, backfill)
         # Status of every task as last stored by this process: unchanged tasks of a listed
         # group are not derived and written again. A new process starts empty and rewrites
@@ -364,14 +371,21 @@ class Triage:
             pushes[p].listing = self._listings.get(p)
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
         with fetchers() as pool:
-            th_jobs = list(
-                pool.map(
-                    lambda th: None if th is None else self.treeherder.jobs_of_push(th), th_pushes
-                )
-            )
+            th_jobs = list(pool.map(self._jobs_of_push, th_pushes))
         self._th_jobs = {p: jobs for p, jobs in zip(maybe, th_jobs, strict=True) if jobs}
         moved = {p for p, jobs in zip(maybe, th_jobs, strict=True) if self._moved(pushes[p], jobs)}
         return [pushes[p] for p in ids if p in must or p in moved]
+
+    def _jobs_of_push(self, treeherder_push_id: int | None) -> list[dict[str, Any]] | None:
+        """Treeherder's job list of a push; None when it does not know the push or does not
+        answer (then the group is listed, and classifications are read on a later pass)."""
+        if treeherder_push_id is None:
+            return None
+        try:
+            return list(self.treeherder.jobs_of_push(treeherder_push_id))
+        except TreeherderError as exc:
+            log.warning("Treeherder's jobs of push %s not read: %s", treeherder_push_id, exc)
+            return None
 
     def _moved(self, state: PushState, th_jobs: Sequence[dict] | None) -> bool:
         """Whether a push's task group may hold news: a task or run sheriff does not know,
@@ -412,8 +426,7 @@ class Triage:
         ]
         with fetchers() as pool:
             fetched = pool.map(
-                lambda s: self.treeherder.jobs_of_push(self._treeherder_push_ids[s.revision]),
-                missing,
+                lambda s: self._jobs_of_push(self._treeherder_push_ids[s.revision]), missing
             )
             self._th_jobs.update(
                 {s.push_id: jobs for s, jobs in zip(missing, fetched, strict=True)}
@@ -537,7 +550,15 @@ class Triage:
                 runs = latest_runs(conn, state.push_id, {c.label for c in cases})
                 th_push = self._treeherder_push_ids.get(state.revision)
                 for r in runs:
-                    ref = RunRef(r["id"], r["task_id"], r["run_id"], True, th_push, r["result"])
+                    ref = RunRef(
+                        r["id"],
+                        r["task_id"],
+                        r["run_id"],
+                        True,
+                        th_push,
+                        r["result"],
+                        r["end_time"] if r["state"] == "completed" else None,
+                    )
                     if r["id"] in originals:
                         refs.append(ref)
                     elif (
@@ -552,12 +573,13 @@ class Triage:
         """Observations of any runs (backfilled ones): the callback backfills use."""
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(job.c.id, job.c.task_id, job.c.run_id, job.c.result).where(
-                    job.c.id.in_(list(job_ids)), job.c.state == "completed"
-                )
+                sa.select(
+                    job.c.id, job.c.task_id, job.c.run_id, job.c.result, job.c.end_time
+                ).where(job.c.id.in_(list(job_ids)), job.c.state == "completed")
             ).all()
         self.observer.observe(
-            [RunRef(r.id, r.task_id, r.run_id, result=r.result) for r in rows], now
+            [RunRef(r.id, r.task_id, r.run_id, result=r.result, ended=r.end_time) for r in rows],
+            now,
         )
 
     # -- backfills ------------------------------------------------------------------------

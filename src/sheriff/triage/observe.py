@@ -7,6 +7,12 @@ the parse status of its log until it is `parsed` or `failed` (an exception run h
 intermittent bugs among what the bug search found) once; for original runs also the
 errorsummary artifact of that very run (`getArtifact`; an `error` artifact, 424, counts as
 none). Everything is kept in `run_observation`; a finished observation is not fetched again.
+
+When Treeherder cannot help — its parse failed, or it has not parsed the log (or not even
+ingested the job, or not answered) `raw_log_after` after the run ended — sheriff reads the
+run's `public/logs/live_backing.log` itself (`sheriff.model.failure_lines.log_error_lines`):
+parse status `raw-log`, the same failure lines, no bug suggestions (those come from
+Treeherder's bug search).
 """
 
 from __future__ import annotations
@@ -16,26 +22,37 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sheriff.ci.artifacts import errorsummary_text, read_whole
+from sheriff.ci.artifacts import errorsummary_text, gunzipped, read_whole
 from sheriff.ci.taskcluster import (
     ArtifactNotUploaded,
     TaskclusterClients,
     TaskclusterError,
+    TaskclusterNotFound,
     paginate,
 )
-from sheriff.ci.treeherder import Treeherder, parse_status
+from sheriff.ci.treeherder import Treeherder, TreeherderError, parse_status
 from sheriff.errors import InputError
 from sheriff.model.bugs import intermittent_bugs
 from sheriff.model.case import ErrorSummaryState, errorsummary_artifact
 from sheriff.model.errorsummary import parse_errorsummary
-from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
-from sheriff.model.policy import FINAL_PARSE_STATUSES, NO_LOG
+from sheriff.model.failure_lines import (
+    failure_lines,
+    failure_lines_from_bug_suggestions,
+    log_error_lines,
+)
+from sheriff.model.policy import (
+    NO_LOG,
+    RAW_LOG,
+    READ_IT_YOURSELF,
+    run_lines_known,
+    run_lines_never,
+)
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import job, job_type, run_observation, triage_case
 
@@ -46,6 +63,9 @@ NO_LOG_RESULTS = frozenset({"exception", "retry", "usercancel", "superseded"})
 # Requests in flight at once while a pass fetches: enough to keep the network (or the
 # simulator's core) busy while this process parses and stores, few enough to be polite.
 FETCHERS = 4
+LIVE_LOG = "public/logs/live_backing.log"
+# Statuses after which Treeherder will say nothing more of the log's lines.
+FINAL_LINES = frozenset({"parsed", RAW_LOG, NO_LOG})
 
 
 def fetchers() -> ThreadPoolExecutor:
@@ -63,6 +83,7 @@ class RunRef:
     errorsummary: bool = False
     treeherder_push_id: int | None = None  # lets one call find all the push's jobs
     result: str | None = None  # the run's result as stored (exception runs have no log)
+    ended: datetime | None = None  # when the run resolved (None: not yet)
 
     @property
     def has_log(self) -> bool:
@@ -73,10 +94,11 @@ def observation_done(row: Any, want_errorsummary: bool) -> bool:
     """Nothing more will be learnt about this run."""
     if row is None:
         return False
-    lines_done = row["parse_status"] in FINAL_PARSE_STATUSES and (
-        row["parse_status"] != "parsed" or row["failure_lines"] is not None
-    )
-    return lines_done and (not want_errorsummary or row["errorsummary"] is not None)
+    status, lines = row["parse_status"], row["failure_lines"]
+    lines_done = run_lines_known(status, lines) or run_lines_never(status, lines)
+    # A log sheriff read itself still wants Treeherder's job (its id and classification).
+    job_done = status != RAW_LOG or row["treeherder_job_id"] is not None
+    return lines_done and job_done and (not want_errorsummary or row["errorsummary"] is not None)
 
 
 def observations(conn: sa.Connection, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -97,41 +119,57 @@ class Ingested:
     jobs: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     pushes: set[int] = field(default_factory=set)
     parse_statuses: dict[int, str] = field(default_factory=dict)  # Treeherder job id → status
+    unreachable: bool = False  # Treeherder did not answer this round: ask it nothing more
 
 
 class Observer:
     """Fetches what is still missing about runs, one service call at a time."""
 
     def __init__(
-        self, engine: Engine, treeherder: Treeherder, clients: TaskclusterClients, repo: str
+        self,
+        engine: Engine,
+        treeherder: Treeherder,
+        clients: TaskclusterClients,
+        repo: str,
+        *,
+        raw_log_after: timedelta = timedelta(minutes=30),
     ) -> None:
         self.engine = engine
         self.treeherder = treeherder
         self.clients = clients
         self.repo = repo
+        self.raw_log_after = raw_log_after
 
     def observe(self, runs: Sequence[RunRef], now: datetime) -> int:
         """Bring the observations of `runs` up to date; returns how many changed."""
         with self.engine.connect() as conn:
             known = observations(conn, (r.job_id for r in runs))
         pending = [r for r in runs if not observation_done(known.get(r.job_id), r.errorsummary)]
-        ingested = self._ingested_jobs(
-            [r for r in pending if (known.get(r.job_id) or {}).get("treeherder_job_id") is None]
-        )
-        ingested.parse_statuses = self._parse_statuses(
-            [
-                job_id
-                for r in pending
-                if r.has_log
-                and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
-                and (known.get(r.job_id) or {}).get("parse_status") not in FINAL_PARSE_STATUSES
-            ]
-        )
+        ingested = Ingested()
+        try:
+            ingested = self._ingested_jobs(
+                [r for r in pending if (known.get(r.job_id) or {}).get("treeherder_job_id") is None]
+            )
+            ingested.parse_statuses = self._parse_statuses(
+                [
+                    job_id
+                    for r in pending
+                    if r.has_log
+                    and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
+                    and (known.get(r.job_id) or {}).get("parse_status")
+                    not in (FINAL_LINES | READ_IT_YOURSELF)
+                ]
+            )
+        except TreeherderError as exc:
+            # Treeherder is down: what it would say waits, and the raw logs of runs that
+            # ended long enough ago are read meanwhile.
+            log.warning("Treeherder did not answer while observing runs: %s", exc)
+            ingested.unreachable = True
         changed = 0
         # Fetching is network only and runs in threads; storing stays on this thread.
         with fetchers() as pool:
             updates = pool.map(
-                lambda run: self._fetch(run, dict(known.get(run.job_id) or {}), ingested),
+                lambda run: self._fetch(run, dict(known.get(run.job_id) or {}), ingested, now),
                 pending,
             )
             for run, update in zip(pending, updates, strict=True):
@@ -170,8 +208,57 @@ class Observer:
         run: RunRef,
         row: dict[str, Any],
         ingested: Ingested,
+        now: datetime,
     ) -> dict[str, Any] | None:
         update: dict[str, Any] = {}
+        if not ingested.unreachable:
+            try:
+                self._from_treeherder(run, row, ingested, update)
+            except TreeherderError as exc:
+                log.warning("Treeherder on task %s run %s: %s", run.task_id, run.run_id, exc)
+        status = update.get("parse_status", row.get("parse_status"))
+        unread = row.get("failure_lines") is None and "failure_lines" not in update
+        if run.has_log and unread and self._read_it_yourself(run, status, now):
+            update.update(self._raw_log(run, status))
+        if run.errorsummary and row.get("errorsummary") is None:
+            update.update(self._errorsummary(run))
+        return update or None
+
+    def _read_it_yourself(self, run: RunRef, status: str | None, now: datetime) -> bool:
+        """Treeherder could not parse the log, or has not parsed it long after the run."""
+        if status in READ_IT_YOURSELF:
+            return True
+        if status in FINAL_LINES:
+            return False
+        return run.ended is not None and now - run.ended >= self.raw_log_after
+
+    def _raw_log(self, run: RunRef, status: str | None) -> dict[str, Any]:
+        """The run's failure lines from its live_backing.log (nothing when it would not
+        download: the next pass tries again)."""
+        try:
+            text = read_whole(
+                lambda: self.clients.artifact(run.task_id, run.run_id, LIVE_LOG),
+                lambda raw: gunzipped(raw).decode("utf-8", "replace"),
+            )
+        except (ArtifactNotUploaded, TaskclusterNotFound):
+            # No log to read: Treeherder's verdict on it stands (or, if it has none yet,
+            # it may still come).
+            return {"failure_lines": []} if status in READ_IT_YOURSELF else {}
+        except (TaskclusterError, InputError) as exc:
+            log.warning("%s of task %s run %s not read: %s", LIVE_LOG, run.task_id, run.run_id, exc)
+            return {}
+        lines = log_error_lines(text)
+        return {
+            "parse_status": RAW_LOG,
+            "failure_lines": failure_lines(lines),
+            "raw_failure_lines": lines,
+        }
+
+    def _from_treeherder(
+        self, run: RunRef, row: dict[str, Any], ingested: Ingested, update: dict[str, Any]
+    ) -> None:
+        """What Treeherder says of the run (its job, parse status, bug suggestions) into
+        `update`."""
         if row.get("treeherder_job_id") is None:
             th_job = ingested.jobs.get((run.task_id, run.run_id))
             # Absent from a push listed this round means: not ingested yet. Ask only
@@ -190,7 +277,7 @@ class Observer:
                 update["classification_id"] = int(th_job.get("failure_classification_id") or 1)
         job_id = update.get("treeherder_job_id", row.get("treeherder_job_id"))
         status = row.get("parse_status")
-        if job_id is not None and status not in FINAL_PARSE_STATUSES:
+        if job_id is not None and status not in FINAL_LINES | READ_IT_YOURSELF:
             # An exception run has no log to parse: waiting for one would be forever.
             status = ingested.parse_statuses.get(job_id, "pending") if run.has_log else NO_LOG
             update["parse_status"] = status
@@ -203,9 +290,6 @@ class Observer:
                 if "TEST-UNEXPECTED-" in search or "PROCESS-CRASH" in search
             ]
             update["bug_suggestions"] = _trimmed(suggestions)
-        if run.errorsummary and row.get("errorsummary") is None:
-            update.update(self._errorsummary(run))
-        return update or None
 
     def _errorsummary(self, run: RunRef) -> dict[str, Any]:
         missing = {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}

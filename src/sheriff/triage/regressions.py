@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
+from sheriff.model.policy import LINES_READ
 from sheriff.model.regressions import (
     CONFIRMED,
     CULPRIT,
@@ -342,7 +343,7 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
                 clean[run.push_id].add(pair)
                 clean_runs[run.push_id] += 1
             elif run.result == "testfailed" and (
-                run.parse_status != "parsed" or lines & set(run.failure_lines or ())
+                run.parse_status not in LINES_READ or lines & set(run.failure_lines or ())
             ):
                 # A failed run not read yet may be the regression still failing.
                 failing[run.push_id] += 1

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from sheriff.actions.effects import enqueue_effect
 from sheriff.actions.writeback import CLASSIFY
+from sheriff.model.policy import LINES_READ
 from sheriff.store.schema import (
     action_request,
     job,
@@ -154,8 +155,8 @@ def _decide(
         settled_one = found is not None and search_settled(found)
         return _regression_note(found, public_url) if settled_one else None
     if r.verdict == "intermittent":
-        return _intermittent(r) if r.parse_status in ("parsed", "failed") else None
-    if r.verdict == "not-eligible" and r.parse_status == "parsed":
+        return _intermittent(r) if r.parse_status in (*LINES_READ, "failed") else None
+    if r.verdict == "not-eligible" and r.parse_status in LINES_READ:
         # A queue sheriff does not triage: only a settled regression's own line is said.
         lines = set(r.failure_lines or ())
         for candidate in settled:
@@ -165,7 +166,7 @@ def _decide(
     if r.verdict is not None or r.action is None:
         return None  # classified, wrong-tier: not sheriff's to say
     # A run sheriff's own action created (retrigger or backfill).
-    if r.parse_status != "parsed":
+    if r.parse_status not in LINES_READ:
         return None
     if r.errorsummary == "missing":
         return {"classification": INFRA, "text": "infrastructure failure (no errorsummary)"}

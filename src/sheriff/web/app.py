@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.engine import Engine
 
 from sheriff.config import Settings
+from sheriff.web.answer_cache import AnswerCache, database_version
 
 # Requests in flight at once per process: FastAPI runs routes in anyio's pool of 40
 # threads, and each request holds a database connection from start to end, so the engine
@@ -119,7 +120,10 @@ def create_app(
     app.mount("/static", StaticFiles(directory=dashboard.HERE / "static"), name="static")
     app.include_router(dashboard.router)
 
-    app.add_middleware(ServerTiming)
+    version = database_version(engine) if settings.api_cache_mb else None
+    if version is not None:
+        app.add_middleware(AnswerCache, version=version, max_bytes=settings.api_cache_mb << 20)
+    app.add_middleware(ServerTiming)  # outermost: it times answers from the cache too
 
     @app.exception_handler(sqlalchemy.exc.TimeoutError)
     def _busy(_: Request, exc: sqlalchemy.exc.TimeoutError) -> JSONResponse:

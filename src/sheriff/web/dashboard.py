@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from sheriff.model.failure_lines import normalise_failure_line
 from sheriff.store import api_queries, queries
 from sheriff.web.api.deps import (
     MAX_INT32,
@@ -26,6 +27,8 @@ from sheriff.web.api.deps import (
     settings_of,
 )
 from sheriff.web.api.read import job_detail
+from sheriff.web.explain import explain
+from sheriff.web.grid import FAILED_RESULTS, job_grid, needs_a_person
 
 HERE = pathlib.Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -99,14 +102,28 @@ def pushes(
 
 
 @router.get("/{repo}/push/{revision}/")
-def push_page(request: Request, conn: Conn, repo: RepoName, revision: Revision) -> Response:
+def push_page(
+    request: Request,
+    conn: Conn,
+    repo: RepoName,
+    revision: Revision,
+    needs: Annotated[Literal["person"] | None, Query()] = None,
+) -> Response:
     repo_id = _repo_id(conn, repo)
     found = api_queries.get_push(conn, repo_id, revision) if repo_id else None
     if found is None:
         return _not_found(request, f"No push {revision} on {repo}.")
-    jobs = api_queries.failed_jobs_of_push(conn, found["id"])
+    every = api_queries.jobs_of_push(conn, found["id"])
+    only_people = needs == "person"
+    failed = [
+        j
+        for j in every
+        # Failed runs, and the originals of cases (an original may have passed on a rerun).
+        if (j["result"] in FAILED_RESULTS or (j["case_id"] is not None and not j["action"]))
+        and (not only_people or needs_a_person(j))
+    ]
     groups: dict[str, list[dict[str, Any]]] = {}
-    for j in jobs:
+    for j in failed:
         groups.setdefault(f"{j['platform']} {j['option_collection']}", []).append(j)
     settings = settings_of(request)
     return _page(
@@ -115,6 +132,10 @@ def push_page(request: Request, conn: Conn, repo: RepoName, revision: Revision) 
         title=f"{repo} {revision[:12]}",
         repo=repo,
         push=found,
+        grid=job_grid(every, only_needing_a_person=only_people),
+        only_people=only_people,
+        needing=sum(1 for j in every if needs_a_person(j)),
+        total=len(every),
         groups=groups,
         backfills=api_queries.backfills_of(conn, push_id=found["id"]),
         treeherder_url=links_of(conn, settings, repo).jobs(
@@ -135,6 +156,11 @@ def _line_matrix(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in ([original] if original else []) + runs:
         for line in run["failure_lines"]:
             ordered.setdefault(line, None)
+    # The raw line behind each normalised one, as a run's log showed it.
+    raw: dict[str, str] = {}
+    for run in runs:
+        for text in run.get("raw_failure_lines") or []:
+            raw.setdefault(normalise_failure_line(text), text)
     matrix = []
     for line in ordered:
         seen = [line in run["failure_lines"] for run in runs]
@@ -146,6 +172,7 @@ def _line_matrix(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         matrix.append(
             {
                 "line": line,
+                "raw": raw.get(line),
                 "seen": seen,
                 "in_original": bool(original and line in original["failure_lines"]),
                 "reproduced": again,
@@ -173,6 +200,7 @@ def job_page(request: Request, conn: Conn, repo: RepoName, job_id: JobId) -> Res
         runs=runs,
         matrix=_line_matrix(runs),
         case=detail["case"],
+        explained=explain(detail["case"]),
         backfills=api_queries.backfills_of(conn, job_ids=[r["id"] for r in runs]),
         actions_enabled=bool(settings.api_token),
     )
