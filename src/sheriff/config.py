@@ -80,6 +80,19 @@ class Settings(BaseSettings):
         ),
     )
     treeherder_url: str = "https://treeherder.mozilla.org"
+    # Write-back (classifications, bug links, notes) is sent with `--live` only, as
+    # Treeherder's user of this token; sheriff's page for the links in its notes.
+    treeherder_token: str | None = None
+    public_url: str = "http://127.0.0.1:8000"
+    # Alerts: SMTP (host, port, from, to: comma-separated) and Matrix (homeserver URL,
+    # access token, room id); a channel without its settings is not used.
+    smtp_host: str | None = None
+    smtp_port: int = 25
+    smtp_from: str = "sheriff@localhost"
+    smtp_to: list[str] = []
+    matrix_homeserver: str | None = None
+    matrix_access_token: str | None = None
+    matrix_room_id: str | None = None
     pulse_url: str | None = None  # amqp://… ; when set, ingestion listens to Pulse
     # Reads from Taskcluster and Treeherder (sheriff.ci.retry): each attempt's timeout, at
     # most this many retries, and a total budget per call; writes are sent once.

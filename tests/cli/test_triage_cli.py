@@ -67,6 +67,14 @@ def test_sim_run_prints_the_metrics_and_keeps_the_store_when_asked(tmp_path: Pat
     with sqlite3.connect(kept) as conn:
         decided = conn.execute("SELECT count(*) FROM triage_case WHERE state = 'decided'")
         assert decided.fetchone()[0] == metrics["cases"]
+    # The regressions of the kept store, as a user lists them: tiny.yaml has one.
+    listed = _run(["regressions", "--json"], tmp_path, SHERIFF_DATABASE_URL=f"sqlite:///{kept}")
+    assert listed.returncode == 0, listed.stderr
+    [regression] = json.loads(listed.stdout)
+    assert regression["culprit"]["revision"] and regression["cases"]
+    assert metrics["load"]["alerts"]["true_regressions_alerted"] == 1
+    table = _run(["regressions", "--open"], tmp_path, SHERIFF_DATABASE_URL=f"sqlite:///{kept}")
+    assert table.returncode == 0 and "regressions (" in table.stdout
     # A second play would mix two histories in one store: refused in one line.
     again = _run(args, tmp_path)
     assert again.returncode != 0 and "already holds pushes" in again.stderr

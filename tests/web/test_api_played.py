@@ -89,3 +89,18 @@ def test_backfills(api) -> None:
     report = _ok(api.get(f"/backfills/{found[0]['id']}"))
     culprits = [p for rec in report["records"] for p in rec["window"] if p["culprit"]]
     assert [p["revision"] for p in culprits][:1] == [report["culprit_revision"]]
+
+
+def test_regressions_are_one_row_per_breakage_with_their_culprits(api) -> None:
+    """small.yaml has 2 true regressions and ~44 regression cases: 2 records, not 44."""
+    found = _ok(api.get("/regressions"))["results"]
+    assert len(found) == 2
+    cases = _ok(api.get("/verdicts", params={"verdict": "regression", "count": 500}))["results"]
+    assert sum(len(r["cases"]) for r in found) == len(cases)
+    for r in found:
+        assert r["culprit"] is not None and len(r["culprit"]["revision"]) == 40
+        assert r["culprit"]["author"]
+        assert _ok(api.get(f"/regressions/{r['id']}")) == r
+    still = _ok(api.get("/regressions", params={"open": "true"}))["results"]
+    assert all(r["status"] != "stopped" for r in still)
+    assert api.get("/regressions/999999").status_code == 404

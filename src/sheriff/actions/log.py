@@ -32,7 +32,9 @@ from sheriff.model.actions import canonical_json
 from sheriff.store.schema import action_request
 
 REQUESTED, SENDING, SENT, FAILED, DRY_RUN = "requested", "sending", "sent", "failed", "dry-run"
-STATES = (REQUESTED, SENDING, SENT, FAILED, DRY_RUN)
+# An effect that must not be applied after all (a person classified the job first).
+SKIPPED = "skipped"
+STATES = (REQUESTED, SENDING, SENT, FAILED, DRY_RUN, SKIPPED)
 
 # A `sending` row younger than this may still be in the hands of a live process.
 DEFAULT_LEASE = timedelta(minutes=15)
@@ -109,9 +111,15 @@ def requests(
     revision: str | None = None,
     states: Collection[str] | None = None,
     keys: Collection[str] | None = None,
+    strategies: Collection[str] | None = None,
 ) -> list[RequestRow]:
-    """Requests, oldest first, filtered by push, state and key."""
+    """Requests, oldest first, filtered by push, state, key and strategy.
+
+    By default the Taskcluster action requests only; the other effects in the log
+    (Treeherder writes, alerts: `sheriff.actions.effects`) are asked for by their kind.
+    """
     query = sa.select(action_request).order_by(action_request.c.id)
+    strategies = list(REGISTRY) if strategies is None else strategies
     if repository is not None:
         query = query.where(action_request.c.repository == repository)
     if revision is not None:
@@ -120,6 +128,7 @@ def requests(
         query = query.where(action_request.c.state.in_(list(states)))
     if keys is not None:
         query = query.where(action_request.c.idempotency_key.in_(list(keys)))
+    query = query.where(action_request.c.strategy.in_(list(strategies)))
     return [RequestRow.from_mapping(r) for r in conn.execute(query).mappings()]
 
 
@@ -149,24 +158,19 @@ def enqueue(
     if not chosen.sends:
         raise InputError("dry-run is a way of dispatching, not a request: enqueue the real one")
     now = _now(now)
-    values = {
-        "idempotency_key": key,
-        "strategy": strategy_name,
-        "action": chosen.action,
-        "repository": repository,
-        "revision": revision,
-        "decision_task_id": decision_task_id,
-        "task_id": task_id,
-        "labels": list(labels),
-        "input": input,
-        "state": REQUESTED,
-        "attempts": 0,
-        "created_at": now,
-        "updated_at": now,
-    }
-    conn.execute(_insert(conn).values(**values).on_conflict_do_nothing())
-    row = get(conn, key)
-    assert row is not None  # inserted now, or there before
+    row = insert_once(
+        conn,
+        key,
+        strategy_name,
+        chosen.action,
+        repository=repository,
+        revision=revision,
+        task_id=task_id,
+        input=input,
+        labels=labels,
+        decision_task_id=decision_task_id,
+        now=now,
+    )
     same = (
         row.strategy == strategy_name
         and row.repository == repository
@@ -183,6 +187,42 @@ def enqueue(
         _update(conn, row.id, {"state": REQUESTED, "reason": None}, expect_state=DRY_RUN, now=now)
         row = get(conn, key)
         assert row is not None
+    return row
+
+
+def insert_once(
+    conn: Connection,
+    key: str,
+    strategy_name: str,
+    action: str,
+    *,
+    repository: str,
+    revision: str,
+    task_id: str | None,
+    input: Any,
+    labels: Sequence[str] = (),
+    decision_task_id: str | None = None,
+    now: datetime,
+) -> RequestRow:
+    """Insert a `requested` row unless one with `key` exists; the row either way."""
+    values = {
+        "idempotency_key": key,
+        "strategy": strategy_name,
+        "action": action,
+        "repository": repository,
+        "revision": revision,
+        "decision_task_id": decision_task_id,
+        "task_id": task_id,
+        "labels": list(labels),
+        "input": input,
+        "state": REQUESTED,
+        "attempts": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(_insert(conn).values(**values).on_conflict_do_nothing())
+    row = get(conn, key)
+    assert row is not None  # inserted now, or there before
     return row
 
 

@@ -10,7 +10,7 @@ oldest failing push seen, which is nearest the culprit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,8 @@ class Regression:
     lines: list[str]
     tests: list[str]
     fail_rate: float
+    # Per kept line, how many retriggers showed it (empty: none observed).
+    shown_by: dict[str, int] = field(default_factory=dict)
 
 
 def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
@@ -112,7 +114,10 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
     tests = sorted({t for t in (test_of(line) for line in kept) if t})
     reproduced = sum(1 for run in seen if reproduces(run, kept, tests))
     return Regression(
-        lines=sorted(set(kept)), tests=tests, fail_rate=estimate_fail_rate(reproduced, len(seen))
+        lines=sorted(set(kept)),
+        tests=tests,
+        fail_rate=estimate_fail_rate(reproduced, len(seen)),
+        shown_by={line: sum(line in run for run in seen) for line in set(kept)},
     )
 
 
@@ -241,11 +246,14 @@ def open_report_for_case(
     case_id: int,
     now: datetime,
     settings: BackfillSettings | None = None,
+    serving: int | None = None,
 ) -> int | None:
     """Open (or join) the report for a `regression` case; its id, or None when off / not one.
 
-    Safe to call again for the same case: it finds the report the case is already in.
-    Runs inside the caller's transaction.
+    `serving` is the report that already serves the case's regression record: the case
+    joins that search rather than opening another (one search per regression). Safe to
+    call again for the same case: it finds the report the case is already in. Runs inside
+    the caller's transaction.
     """
     settings = settings or BackfillSettings()
     if not settings.enabled:
@@ -280,6 +288,16 @@ def open_report_for_case(
     for report in recent:
         if case_id in (report.case_ids or []):
             return report.id
+    if serving is not None:
+        served = conn.execute(
+            sa.select(backfill_report, push.c.push_time)
+            .join(push, push.c.id == backfill_report.c.push_id)
+            .where(backfill_report.c.id == serving)
+        ).first()
+        if served is not None:
+            if case_id not in (served.case_ids or []):
+                _join(conn, served, case_id, case.job_id, push_time, regression, now)
+            return served.id
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
         # searched (an older regression, or an intermittent), and searching again from a

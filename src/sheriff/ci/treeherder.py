@@ -38,8 +38,10 @@ class Treeherder:
         *,
         policy: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
+        token: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.token = token  # writes only: Treeherder's bearer token for sheriff's user
         self.policy = policy or RetryPolicy()
         self.requests = 0
         self._http = httpx.Client(
@@ -127,6 +129,51 @@ class Treeherder:
 
     def bug_suggestions(self, repo: str, job_id: int) -> list[dict[str, Any]]:
         return list(self.get(f"/api/project/{repo}/jobs/{job_id}/bug_suggestions/"))
+
+    # -- writes (once each: the request log decides whether to send again) ---------------
+
+    def job(self, repo: str, job_id: int) -> dict[str, Any]:
+        """One job as `/api/project/<repo>/jobs/<id>/` answers it (its classification)."""
+        return dict(self.get(f"/api/project/{repo}/jobs/{job_id}/"))
+
+    def notes(self, repo: str, job_id: int) -> list[dict[str, Any]]:
+        """The job's notes (`who`, `text`, `failure_classification_id`), oldest first."""
+        return list(self.get(f"/api/project/{repo}/note/", job_id=job_id))
+
+    def bug_job_maps(self, repo: str, job_id: int) -> list[dict[str, Any]]:
+        return list(self.get(f"/api/project/{repo}/bug-job-map/", job_id=job_id))
+
+    def add_note(self, repo: str, job_id: int, classification: int, text: str) -> Any:
+        """Classify a job: Treeherder's NoteViewSet.create (job_id, failure_classification_id,
+        text); the note's `who` is the token's user."""
+        body = {"job_id": job_id, "failure_classification_id": classification, "text": text}
+        return self.post(f"/api/project/{repo}/note/", body)
+
+    def add_bug_job_map(self, repo: str, job_id: int, bug_id: int) -> Any:
+        """Link a bug to a job: BugJobMapViewSet.create (job_id, bug_id, type)."""
+        body = {"job_id": job_id, "bug_id": bug_id, "type": "annotation"}
+        return self.post(f"/api/project/{repo}/bug-job-map/", body)
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST once; no retry here (a 5xx may come after the write landed)."""
+        what = f"Treeherder POST {path}"
+        if not self.token:
+            raise TreeherderError(f"{what}: no Treeherder token (SHERIFF_TREEHERDER_TOKEN)")
+        self.requests += 1
+        try:
+            response = self._http.post(
+                path, json=body, headers={"Authorization": f"Bearer {self.token}"}
+            )
+        except httpx.HTTPError as exc:
+            raise TreeherderUnavailable(f"{what}: no answer ({exc.__class__.__name__})") from exc
+        if response.status_code in RETRYABLE_STATUS:
+            raise TreeherderUnavailable(f"{what}: HTTP {response.status_code}")
+        if response.status_code >= 400:
+            raise TreeherderError(
+                f"{what}: HTTP {response.status_code}: {response.text[:200]!r}",
+                status=response.status_code,
+            )
+        return orjson.loads(response.content) if response.content else None
 
 
 def parse_status(log_urls: list[dict[str, Any]]) -> str | None:

@@ -18,7 +18,12 @@ def triage(
     since: str = typer.Option("6h", "--since", help="Window: pushes of the last DURATION."),
     from_: str = typer.Option(None, "--from", help="Window start (ISO 8601), with --to."),
     to: str = typer.Option(None, "--to", help="Window end (ISO 8601), with --from."),
-    live: bool = typer.Option(False, "--live", help="Send retriggers (needs credentials)."),
+    live: bool = typer.Option(
+        False,
+        "--live",
+        help="Send retriggers (needs Taskcluster credentials); write back to Treeherder "
+        "with SHERIFF_TREEHERDER_TOKEN, and send alerts on the configured channels.",
+    ),
     once: bool = typer.Option(
         False, "--once", help="One pass, then exit (what happens without --every)."
     ),
@@ -95,7 +100,8 @@ def triage(
             f"decided: {decided}; {summary.retriggers_asked} retriggers asked "
             f"({'sent' if live else 'dry run'}: "
             f"{summary.requests_sent if live else summary.requests_dry_run} requests); "
-            f"{summary.open_cases} cases open"
+            f"{summary.classifications_sent} classifications and {summary.alerts_sent} alerts "
+            f"sent; {summary.open_cases} cases open"
         )
         for deferred in summary.deferred:
             typer.echo(f"sheriff: warning: not read, asked again next pass: {deferred}", err=True)

@@ -15,6 +15,8 @@ from sheriff.sim.treeherder_api import treeherder_router
 from sheriff.sim.world import World
 
 TASKCLUSTER_SERVICES = ("queue", "index", "hooks", "auth", "artifacts")
+SIM_MATRIX_TOKEN = "sheriff-dev-matrix-token"
+SIM_MATRIX_ROOM = "!alerts:sim.invalid"
 
 
 def _service(path: str) -> str:
@@ -26,6 +28,7 @@ def _service(path: str) -> str:
         ("/__sim__/artifacts/", "artifacts"),
         ("/__sim__/", "admin"),
         ("/api/", "treeherder"),
+        ("/_matrix/", "matrix"),
     ):
         if path.startswith(prefix):
             return name
@@ -79,6 +82,45 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
     @app.get("/__sim__/truth")
     async def truth() -> dict[str, Any]:
         return world.played_truth()
+
+    # -- a Matrix room for alerts (client-server API: the calls sheriff makes) ----------
+
+    room: dict[str, dict[str, Any]] = {}  # txn id → event, in arrival order
+    app.state.matrix_room = room
+
+    @app.put("/_matrix/client/v3/rooms/{room_id}/send/m.room.message/{txn_id}")
+    async def matrix_send(room_id: str, txn_id: str, request: Request) -> Any:
+        if request.headers.get("authorization", "") != f"Bearer {SIM_MATRIX_TOKEN}":
+            return JSONResponse(
+                {"errcode": "M_UNKNOWN_TOKEN", "error": "Invalid access token"}, status_code=401
+            )
+        content = await request.json()
+        with world.lock:
+            # A transaction id seen before answers the same event: sends are idempotent.
+            event = room.setdefault(
+                txn_id,
+                {
+                    "event_id": f"$sim{len(room) + 1}",
+                    "room_id": room_id,
+                    "type": "m.room.message",
+                    "content": content,
+                    "origin_server_ts": int(world.time_of(world.minutes).timestamp() * 1000),
+                },
+            )
+        return {"event_id": event["event_id"]}
+
+    @app.get("/_matrix/client/v3/rooms/{room_id}/messages")
+    async def matrix_messages(room_id: str) -> dict[str, Any]:
+        with world.lock:
+            chunk = [e for e in room.values() if e["room_id"] == room_id]
+        return {"chunk": list(reversed(chunk)), "start": "s0", "end": "s1"}
+
+    @app.get("/__sim__/load")
+    async def load(queue_prefixes: str = "") -> dict[str, Any]:
+        from sheriff.sim.load import load_left
+
+        prefixes = tuple(p for p in queue_prefixes.split(",") if p)
+        return load_left(world, list(room.values()), prefixes)
 
     @app.get("/__sim__/stats")
     async def stats() -> dict[str, Any]:

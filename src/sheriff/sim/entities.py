@@ -124,6 +124,11 @@ class Job:
     parse_failed: bool = False
     classification: int = 1
     note: tuple[str, str, float] | None = None  # (who, text, when) of a JobNote
+    # Notes written through the API (who, text, when, classification), oldest first; and
+    # who set the classification now shown: person, mozci, treeherder, api, or None.
+    api_notes: list[tuple[str, str, float, int]] = field(default_factory=list)
+    bugs: list[int] = field(default_factory=list)  # bug-job-map
+    classified_by: str | None = None
     # Per error line, once parsed: (times Treeherder saw the line before, new in this push).
     line_history: list[tuple[int, bool]] | None = None
     new_failure: bool = False  # a line was new when parsed (treeherder/etl/artifact.py)

@@ -128,13 +128,15 @@ def _person_classifies(world: World, job: Job) -> None:
     job.classification = {"regression": 2, "infra": 5}.get(truth, 4)
     who = SHERIFFS[int(draws.unit(world.seed, "sheriff", job.task.task_id) * len(SHERIFFS))]
     job.note = (who, "", world.minutes)
+    job.classified_by = "person"
     job.last_modified = world.minutes
 
 
 def _mozci_classifies(world: World, job: Job) -> None:
-    if job.note is not None:
+    if job.note is not None or job.api_notes:
         return  # a note exists already: mozci leaves the job alone
     job.classification = 7
+    job.classified_by = "mozci"
     job.note = ("mozci", "Autoclassified by mozci bot as an intermittent failure", world.minutes)
     job.last_modified = world.minutes
 
@@ -257,9 +259,11 @@ def mark_intermittents(world: World, job: Job) -> None:
         if green and (on_current or len(window) > 1):
             if f.classification in (1, 6):
                 f.classification = 8
+                f.classified_by = "treeherder"
                 f.last_modified = world.minutes
         elif f.classification == 8:
             f.classification = 6 if f.new_failure else 1
+            f.classified_by = None
             f.last_modified = world.minutes
 
 

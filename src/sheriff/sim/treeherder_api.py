@@ -11,6 +11,11 @@ from sheriff.sim import treeherder as th
 from sheriff.sim.taskcluster_api import root_url
 from sheriff.sim.world import World
 
+# Treeherder's write endpoints need a logged-in user; the simulator knows one token.
+SIM_TREEHERDER_TOKEN = "sheriff-dev-treeherder-token"
+SIM_TREEHERDER_USER = "sheriff-bot@sheriff.invalid"
+TREEHERDER_USERS = {SIM_TREEHERDER_TOKEN: SIM_TREEHERDER_USER}
+
 
 def treeherder_router(world: World) -> APIRouter:
     """Pushes, jobs, log URLs, bug suggestions and classifications over `world`."""
@@ -150,19 +155,78 @@ def treeherder_router(world: World) -> APIRouter:
         check_repo(repo)
         with world.lock:
             job = get_job(job_id)
-            if job.note is None:
-                return []  # 6 and 8 are set on the job alone, without a note
-            who, text, when = job.note
+            # 6 and 8 are set on the job alone, without a note.
+            found = [(who, text, when, fc) for who, text, when, fc in job.api_notes]
+            if job.note is not None:
+                who, text, when = job.note
+                found.append((who, text, when, job.classification))
             return [
                 {
-                    "id": job.job_id,
+                    "id": job.job_id * 100 + i,
                     "job_id": job.job_id,
-                    "failure_classification_id": job.classification,
+                    "failure_classification_id": fc,
                     "created": world.time_of(when).strftime("%Y-%m-%dT%H:%M:%S.%f"),
                     "who": who,
                     "text": text,
                 }
+                for i, (who, text, when, fc) in enumerate(sorted(found, key=lambda n: n[2]))
             ]
+
+    def writer(request: Request) -> str:
+        """The user of the request's bearer token (NoteViewSet needs a logged-in user)."""
+        header = request.headers.get("authorization", "")
+        user = TREEHERDER_USERS.get(header.removeprefix("Bearer ").strip())
+        if user is None:
+            raise_th(403, "Authentication credentials were not provided.")
+        return user  # type: ignore[return-value]
+
+    async def body_of(request: Request, *fields: str) -> dict[str, int]:
+        try:
+            data = await request.json()
+            return {name: int(data[name]) for name in fields}
+        except (ValueError, KeyError, TypeError):
+            raise_th(400, f"{', '.join(fields)} are required integers")
+            raise
+
+    @router.post("/api/project/{repo}/note/")
+    async def add_note(repo: str, request: Request) -> dict[str, Any]:
+        check_repo(repo)
+        who = writer(request)
+        data = await body_of(request, "job_id", "failure_classification_id")
+        text = str((await request.json()).get("text", ""))[:4000]
+        if data["failure_classification_id"] not in {c["id"] for c in th.FAILURE_CLASSIFICATIONS}:
+            raise_th(400, "unknown failure_classification_id")
+        with world.lock:
+            job = get_job(data["job_id"])
+            job.api_notes.append((who, text, world.minutes, data["failure_classification_id"]))
+            job.classification = data["failure_classification_id"]
+            job.classified_by = "api"
+            job.last_modified = world.minutes
+        return {"message": f"note stored for job {data['job_id']}"}
+
+    @router.get("/api/project/{repo}/bug-job-map/")
+    async def bug_job_maps(repo: str, request: Request) -> list[dict[str, Any]]:
+        check_repo(repo)
+        ids = [_int_param(v, "job_id") for v in request.query_params.getlist("job_id")]
+        with world.lock:
+            return [
+                {"job_id": j, "bug_id": bug, "type": "annotation"}
+                for j in ids
+                if j in world.jobs
+                for bug in world.jobs[j].bugs
+            ]
+
+    @router.post("/api/project/{repo}/bug-job-map/")
+    async def add_bug_job_map(repo: str, request: Request) -> dict[str, Any]:
+        check_repo(repo)
+        writer(request)
+        data = await body_of(request, "job_id", "bug_id")
+        with world.lock:
+            job = get_job(data["job_id"])
+            if data["bug_id"] in job.bugs:
+                return {"message": "Bug job map skipped: mapping already exists"}
+            job.bugs.append(data["bug_id"])
+        return {"message": "Bug job map saved"}
 
     return router
 

@@ -76,10 +76,15 @@ from sheriff.triage.observe import (
     latest_runs,
     refresh_classifications,
 )
+from sheriff.triage.regressions import file_case, follow_regressions, report_of, serve_by
 
 log = logging.getLogger(__name__)
 
 MANIFESTS_BY_TASK = "public/manifests-by-task.json.gz"
+# Treeherder's marking looks 36 hours back (intermittents.py): an 8 sheriff wrote may be
+# taken back that long, and is looked at again this often.
+REASSERT_FOR = timedelta(hours=36)
+REASSERT_EVERY = timedelta(minutes=30)
 TESTS_BY_MANIFEST = "public/tests-by-manifest.json.gz"
 
 
@@ -101,6 +106,8 @@ class PassSummary:
     backfill_requests: int = 0
     culprits: int = 0
     open_backfills: int = 0
+    classifications_sent: int = 0
+    alerts_sent: int = 0
     # Downloads that failed for one push and are asked again next pass (the pass went on).
     deferred: list[str] = field(default_factory=list)
 
@@ -174,6 +181,8 @@ class Triage:
         self._listings: dict[int, GroupListing] = {}
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
+        self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
+        self._reasserted: dict[str, datetime] = {}  # revision → when its 8s were looked at
 
     def run_pass(
         self,
@@ -237,7 +246,7 @@ class Triage:
                     runs_wanted=self.settings.runs_wanted,
                     min_reproductions=self.settings.regression_min_reproductions,
                     count_dry_runs=not self.live,
-                    on_regression=self._open_report if self.backfill.enabled else None,
+                    on_regression=self._file_regression,
                     history_cache=history_cache,
                 )
             plans.append(plan)
@@ -254,8 +263,11 @@ class Triage:
             )
             summary.backfill_requests = backfills.requests
             summary.culprits = len(backfills.culprits)
+        with self.engine.begin() as conn:
+            follow_regressions(conn, now)
         self._send(summary, now)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
+        self._write_back(summary, now)
         with self.engine.connect() as conn:
             summary.open_cases = conn.execute(
                 sa.select(sa.func.count())
@@ -572,8 +584,16 @@ class Triage:
 
     # -- backfills ------------------------------------------------------------------------
 
-    def _open_report(self, conn: sa.Connection, case_id: int, now: datetime) -> None:
-        open_report_for_case(conn, case_id, now, self.backfill)
+    def _file_regression(self, conn: sa.Connection, case_id: int, now: datetime) -> None:
+        """A regression verdict: file the case in its regression record, and give that
+        regression one backfill search (the one it has, else a new one)."""
+        regression_id = file_case(conn, case_id, now)
+        if not self.backfill.enabled:
+            return
+        serving = report_of(conn, regression_id) if regression_id is not None else None
+        report_id = open_report_for_case(conn, case_id, now, self.backfill, serving=serving)
+        if regression_id is not None:
+            serve_by(conn, regression_id, report_id)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -588,6 +608,98 @@ class Triage:
                 summary.requests_sent += 1
             elif row.state == "dry-run":
                 summary.requests_dry_run += 1
+
+    def _write_back(self, summary: PassSummary, now: datetime) -> None:
+        """Classifications and alerts, decided from the store, applied through the log.
+
+        Dry-run unless the pass is live and holds the credentials for each side (a
+        Treeherder token; a configured alert channel)."""
+        from sheriff.actions.effects import dispatch_effects
+        from sheriff.actions.writeback import CLASSIFY, TreeherderWriter
+        from sheriff.notify import ALERT, AlertSender, channels_from_settings
+        from sheriff.triage.alerts import plan_alerts
+        from sheriff.triage.writeback import plan_writeback
+
+        writes_live = self.live and bool(self.settings.treeherder_token)
+        if writes_live:
+            # Extra reads from Treeherder only for writes that will be sent; a dry run
+            # records what the runs already read say.
+            self._observe_near_regressions(now)
+        channels = channels_from_settings(self.settings)
+        alerts_live = self.live and bool(channels)
+        with self.engine.begin() as conn:
+            plan_writeback(
+                conn, self.repo, public_url=self.settings.public_url, live=writes_live, now=now
+            )
+            plan_alerts(
+                conn,
+                self.repo,
+                public_url=self.settings.public_url,
+                live=alerts_live,
+                now=now,
+                settings=self.settings,
+            )
+        if writes_live:
+            self._reassert_needs_bug(now)
+        lease = request_log.lease_of(self.settings)
+        if self._writer is None:
+            self._writer = Treeherder(
+                self.settings.treeherder_url, token=self.settings.treeherder_token
+            )
+        writes = dispatch_effects(
+            self.engine,
+            {CLASSIFY: TreeherderWriter(self._writer)},
+            dry_run=not writes_live,
+            lease=lease,
+            now=now,
+        )
+        alerts = dispatch_effects(
+            self.engine,
+            {ALERT: AlertSender(channels)},
+            dry_run=not alerts_live,
+            lease=lease,
+            now=now,
+        )
+        summary.classifications_sent += writes.sent
+        summary.alerts_sent += alerts.sent
+
+    def _reassert_needs_bug(self, now: datetime) -> None:
+        """Treeherder's own marking (`intermittents.py`) takes an 8 back to 6 or 1 when
+        new runs nearby fail the same groups, whoever set it, a note or not. sheriff's
+        verdict did not change: a push where it wrote 8 is looked at again every half hour
+        for 36 hours, and a job taken back gets the note again (`MAX_REASSERTIONS`)."""
+        from sheriff.triage.writeback import needs_bug_writes, reassert
+
+        with self.engine.connect() as conn:
+            written = needs_bug_writes(conn, self.repo, since=now - REASSERT_FOR)
+        due = {
+            revision
+            for revision in written
+            if now - self._reasserted.get(revision, now - REASSERT_EVERY) >= REASSERT_EVERY
+            and revision in self._treeherder_push_ids
+        }
+        for revision in sorted(due):
+            self._reasserted[revision] = now
+            shown = {
+                int(j["id"]): int(j.get("failure_classification_id") or 1)
+                for j in self.treeherder.jobs_of_push(self._treeherder_push_ids[revision])
+            }
+            with self.engine.begin() as conn:
+                reassert(conn, self.repo, written[revision], shown, now=now)
+
+    def _observe_near_regressions(self, now: datetime) -> None:
+        """Read the failure lines write-back needs: of sheriff's own failed runs, and of
+        failed runs on queues it does not triage on the pushes where a regression fails
+        (one showing the regression's line is its failure too, and is noted as such
+        rather than left to Treeherder's marking)."""
+        from sheriff.triage.writeback import runs_to_read
+
+        with self.engine.connect() as conn:
+            rows = runs_to_read(conn, self.repo)
+        if rows:
+            self.observer.observe(
+                [RunRef(r.id, r.task_id, r.run_id, result=r.result) for r in rows], now
+            )
 
     def _cancel(self, task_ids: Sequence[str], summary: PassSummary) -> None:
         if not self.live:

@@ -44,12 +44,48 @@ def render_report(metrics: dict[str, Any], database: Path) -> str:
             f"named, {culprits.get('correct', 0)} correctly, with "
             f"{culprits.get('backfill_runs', 0)} backfill runs"
         )
+    records = metrics.get("regression_records") or []
+    if records:
+        lines += ["", f"Regressions ({len(records)}, from {v['regression']} regression cases):"]
+        for r in records:
+            culprit = (
+                f"culprit {r['culprit'][:12]} by {r['culprit_author']}"
+                if r["culprit"]
+                else "no culprit yet"
+            )
+            stopped = f", stopped at {r['stopped_push'][:12]}" if r["stopped_push"] else ""
+            lines.append(
+                f"  #{r['id']} {', '.join(r['tests'][:3])}{' …' if len(r['tests']) > 3 else ''}"
+            )
+            lines.append(
+                f"      {culprit}{stopped}; {r['cases']} cases on {', '.join(r['configurations'])}"
+            )
+    load = metrics.get("load")
+    if load:
+        alerts = load["alerts"]
+        share = load["intermittent_classified_automatically"]
+        lines += [
+            "",
+            "Load left for people (counted in the simulator's Treeherder):",
+            f"  {load['failed_jobs']} failed jobs ({load['failed_jobs_from_actions']} from "
+            f"retriggers and backfills); {load['unclassified']} left unclassified "
+            f"({load['unclassified_per_push']:.2f} per push; without any automation "
+            f"{load['unclassified_without_automation']})",
+            f"  intermittent failed jobs classified automatically: "
+            f"{'-' if share is None else f'{100 * share:.0f} %'}; regression jobs classified "
+            f"intermittent: {load['regression_jobs_classified_intermittent']}",
+            f"  alerts: {alerts['regressions_alerted']} regressions announced for "
+            f"{alerts['true_regressions_alerted']} true ones, "
+            f"{alerts['alerts_for_no_true_regression']} for none ({alerts['messages']} messages)",
+        ]
     other = "seed" if metrics["policy"] != "seed" else "history"
     lines += [
         "",
         "What to run next:",
         f"  SHERIFF_DATABASE_URL=sqlite:///{database} .venv/bin/sheriff serve   "
         "# browse these verdicts at http://127.0.0.1:8000/",
+        f"  SHERIFF_DATABASE_URL=sqlite:///{database} .venv/bin/sheriff regressions   "
+        "# the regressions, one row each",
         f"  .venv/bin/sheriff demo --policy {other}   # {COMPARE[other]}, for comparison",
         "  .venv/bin/sheriff sim run --scenario autoland-day  # a busier day, as JSON metrics",
         "  .venv/bin/sheriff triage --repo autoland --since 6h   "

@@ -33,6 +33,8 @@ from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
 from sheriff.errors import InputError, ServiceError
+from sheriff.sim.app import SIM_MATRIX_ROOM, SIM_MATRIX_TOKEN
+from sheriff.sim.treeherder_api import SIM_TREEHERDER_TOKEN
 from sheriff.store.db import open_database
 from sheriff.store.loader import matching
 from sheriff.store.schema import job, job_type, push, task_queue, triage_case
@@ -104,6 +106,74 @@ class SimProcess:
     def stats(self) -> dict[str, Any]:
         assert self._admin is not None
         return self._admin.get("/__sim__/stats").json()
+
+    def load(self, queue_prefixes: list[str] | None = None) -> dict[str, Any]:
+        """The load left for people, as the simulator's Treeherder holds it (and on the
+        queues sheriff triages, `views.in_scope`)."""
+        assert self._admin is not None
+        params = {"queue_prefixes": ",".join(queue_prefixes or [])}
+        return self._admin.get("/__sim__/load", params=params).json()
+
+
+def load_figures(load: dict[str, Any]) -> dict[str, Any]:
+    """The `load` figures of a play: Treeherder's view (its marking, mozci and sheriff's
+    write-back count as classified) beside what a person would face with none of them."""
+    view = load["views"]["treeherder"]
+    return {
+        "failed_jobs": load["failed_jobs"],
+        "failed_jobs_from_actions": load["failed_jobs_from_actions"],
+        **view,
+        "unclassified_without_automation": load["views"]["none"]["unclassified"],
+        "written_back": load["written_back"],
+        "overwritten_person": load["overwritten_person"],
+        "regression_as_intermittent_by": load["regression_as_intermittent_by"],
+        "unclassified_by_truth": load["unclassified_by_truth"],
+        "unclassified_sample": load["unclassified_sample"],
+        "alerts": load["alerts"],
+        "in_scope": load["views"].get("in_scope"),
+    }
+
+
+def regression_records(engine: sa.Engine) -> list[dict[str, Any]]:
+    """sheriff's regression records, oldest first: what it would announce."""
+    from sheriff.store.regressions import list_regressions
+
+    with engine.connect() as conn:
+        found = list_regressions(conn, count=1000)
+    return [
+        {
+            "id": r["id"],
+            "status": r["status"],
+            "tests": r["tests"],
+            "configurations": r["configurations"],
+            "first_push": (r["first_push"] or {}).get("revision"),
+            "culprit": (r["culprit"] or {}).get("revision"),
+            "culprit_author": (r["culprit"] or {}).get("author"),
+            "stopped_push": (r["stopped_push"] or {}).get("revision"),
+            "cases": len(r["cases"]),
+        }
+        for r in reversed(found)
+    ]
+
+
+def play_without_sheriff(
+    scenario_path: str | Path, queue_prefixes: list[str] | None = None
+) -> dict[str, Any]:
+    """The same world with no sheriff at all: the clock runs to the play's end; the
+    `load` figures of nobody (`none`) and of Treeherder's own marking (`treeherder`)."""
+    from sheriff.sim.scenario import load_scenario, resolve_scenario
+
+    path = resolve_scenario(scenario_path)
+    scenario = load_scenario(path)
+    with SimProcess(path) as sim:
+        begin = sim.now
+        last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
+        deadline = last_push + timedelta(hours=EXTRA_HOURS)
+        while sim.now < deadline and not (sim.now >= last_push and sim.finished):
+            sim.advance(minutes=60)
+        load = sim.load(queue_prefixes)
+    views = load["views"]
+    return {"scenario": scenario.name, **views}
 
 
 def require_empty_store(url: str) -> sa.Engine:
@@ -197,6 +267,12 @@ def _play_once(
                 taskcluster_access_token=SIM_ACCESS_TOKEN,
                 repositories=[scenario.repository],
                 backfill_same_manifests=same_manifests,
+                # Write-back and alerts go to the simulator's Treeherder and Matrix room,
+                # which score them (`load` in the metrics).
+                treeherder_token=SIM_TREEHERDER_TOKEN,
+                matrix_homeserver=sim.root_url,
+                matrix_access_token=SIM_MATRIX_TOKEN,
+                matrix_room_id=SIM_MATRIX_ROOM,
                 **{name: value for name, value in chosen.items() if value is not None},
             )
             clients = taskcluster_clients(
@@ -246,6 +322,7 @@ def _play_once(
                     break
             truth = sim.truth()
             stats = sim.stats()
+            load = sim.load(settings.queue_prefixes)
             metrics = measure(
                 engine,
                 truth,
@@ -255,6 +332,8 @@ def _play_once(
                 queue_prefixes=settings.queue_prefixes,
                 virtual_hours=(sim.now - begin).total_seconds() / 3600,
             )
+            metrics["load"] = load_figures(load)
+            metrics["regression_records"] = regression_records(engine)
             outcome = case_outcomes(engine)
             if faulty:
                 metrics["faults"] = {

@@ -97,7 +97,7 @@ def create_app(
     from fastapi_offline import FastAPIOffline
 
     from sheriff.web import dashboard
-    from sheriff.web.api import actions, backfills, read
+    from sheriff.web.api import actions, backfills, read, regressions
 
     # /docs and /redoc with their scripts served from here (fastapi-offline's copies), not
     # from a CDN: they work on a machine without internet.
@@ -116,6 +116,7 @@ def create_app(
     app.include_router(read.router)
     app.include_router(actions.router)
     app.include_router(backfills.router)
+    app.include_router(regressions.router)
     app.mount("/static", StaticFiles(directory=dashboard.HERE / "static"), name="static")
     app.include_router(dashboard.router)
 

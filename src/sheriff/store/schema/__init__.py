@@ -26,6 +26,7 @@ from sheriff.store.schema.core import (
     task_queue,
     test_path,
 )
+from sheriff.store.schema.regressions import regression, regression_case
 from sheriff.store.schema.triage import run_observation, triage_case
 
 __all__ = [
@@ -46,6 +47,8 @@ __all__ = [
     "platform",
     "push",
     "push_label_manifest_set",
+    "regression",
+    "regression_case",
     "repository",
     "run_observation",
     "task_queue",

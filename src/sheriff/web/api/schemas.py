@@ -207,3 +207,39 @@ class BackfillOut(BaseModel):
     updated_at: datetime
     runs_requested: int
     records: list[BackfillRecordOut]
+
+
+class RegressionPushOut(BaseModel):
+    id: int
+    revision: str
+    author: str | None
+    message: str | None
+    push_time: str | None
+
+
+class RegressionCaseOut(BaseModel):
+    case_id: int
+    task_id: str
+    run_id: int
+    label: str
+    revision: str
+
+
+class RegressionOut(BaseModel):
+    id: int
+    repository: str
+    status: str = Field(description="confirmed, culprit (named by its backfill) or stopped")
+    tests: list[str]
+    failure_lines: list[str]
+    configurations: list[str] = Field(description="<machine platform>/<option collection>")
+    labels: list[str]
+    first_push: RegressionPushOut | None
+    last_push: RegressionPushOut | None
+    culprit: RegressionPushOut | None
+    stopped_push: RegressionPushOut | None = Field(
+        description="the first of the clean pushes after the last failing one"
+    )
+    backfill_report_id: int | None
+    opened_at: str
+    updated_at: str
+    cases: list[RegressionCaseOut]

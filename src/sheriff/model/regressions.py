@@ -1,0 +1,156 @@
+"""Regressions: the cases that are one breakage, grouped (pure; no I/O).
+
+A regression fails many runs: every retrigger, every configuration it breaks, every push
+until it is backed out; triage gives each failed original run its own case. Cases that
+share a failing test or a normalised failure line on neighbouring pushes are one
+regression, and so are two groups whose backfills named the same culprit push (a push
+that broke two tests in different chunks is one thing to back out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# A case joins a regression whose failing pushes end at most this many pushes before (or
+# begin at most this many after) its own: an intermittent regression may not show on a
+# few pushes in a row, while the same test failing a day later is news.
+NEIGHBOUR_PUSHES = 12
+# Clean pushes in a row after the last failing one that say it stopped failing.
+CLEAN_PUSHES_TO_STOP = 2
+
+CONFIRMED, CULPRIT, STOPPED = "confirmed", "culprit", "stopped"
+STATUSES = (CONFIRMED, CULPRIT, STOPPED)
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """What grouping needs of one regression case."""
+
+    case_id: int
+    push_order: int  # the push's position in the repository's history
+    tests: frozenset[str]
+    lines: frozenset[str]
+    configuration: str
+
+
+@dataclass
+class Group:
+    """A regression as grouping sees it."""
+
+    id: int
+    tests: set[str]
+    lines: set[str]
+    first_push: int
+    last_push: int
+    stopped_at: int | None = None  # push order where it stopped failing, once known
+    case_ids: list[int] = field(default_factory=list)
+    configurations: set[str] = field(default_factory=set)
+
+    def admits(self, case: CaseFacts, neighbours: int = NEIGHBOUR_PUSHES) -> bool:
+        """Whether `case` is this regression showing again."""
+        if not (self.tests & case.tests or self.lines & case.lines):
+            return False
+        if self.stopped_at is not None and case.push_order >= self.stopped_at:
+            return False  # failing again after it stopped: a new regression
+        return self.first_push - neighbours <= case.push_order <= self.last_push + neighbours
+
+    def add(self, case: CaseFacts) -> None:
+        self.tests |= case.tests
+        self.lines |= case.lines
+        self.first_push = min(self.first_push, case.push_order)
+        self.last_push = max(self.last_push, case.push_order)
+        self.configurations.add(case.configuration)
+        if case.case_id not in self.case_ids:
+            self.case_ids.append(case.case_id)
+
+
+def match(
+    case: CaseFacts, groups: Iterable[Group], neighbours: int = NEIGHBOUR_PUSHES
+) -> Group | None:
+    """The regression `case` belongs to: of those that admit it, the one sharing most
+    tests and lines, the oldest on a tie; None when it starts a new one.
+
+    A case no regression admits by its tests or lines, on the very push where an open
+    regression first failed and on one of its configurations, joins that one: its tests
+    began failing with the same push, whose backout is the one thing to do (a push that
+    breaks two tests in different chunks).
+    """
+    groups = list(groups)
+    best: tuple[int, int] | None = None
+    chosen = None
+    for group in groups:
+        if not group.admits(case, neighbours):
+            continue
+        shared = len(group.tests & case.tests) + len(group.lines & case.lines)
+        key = (shared, -group.id)
+        if best is None or key > best:
+            best, chosen = key, group
+    if chosen is not None:
+        return chosen
+    same_start = [
+        g
+        for g in groups
+        if g.first_push == case.push_order
+        and g.stopped_at is None
+        and case.configuration in g.configurations
+    ]
+    return min(same_start, key=lambda g: g.id) if same_start else None
+
+
+def group_cases(cases: Sequence[CaseFacts], neighbours: int = NEIGHBOUR_PUSHES) -> list[Group]:
+    """Group cases from scratch, oldest push first (what the store does one case at a time)."""
+    groups: list[Group] = []
+    for case in sorted(cases, key=lambda c: (c.push_order, c.case_id)):
+        found = match(case, groups, neighbours)
+        if found is None:
+            found = Group(len(groups) + 1, set(), set(), case.push_order, case.push_order)
+            groups.append(found)
+        found.add(case)
+    return groups
+
+
+def clean_runs_to_stop(fail_rate: float, doubt: float = 0.01) -> int:
+    """Clean runs in a row that a regression failing at `fail_rate` shows by chance with
+    probability below `doubt`: how many say it stopped."""
+    rate = min(max(fail_rate, 0.05), 1.0)
+    if rate >= 1.0:
+        return 1
+    return max(1, math.ceil(math.log(doubt) / math.log(1.0 - rate)))
+
+
+def stopped_failing(
+    last_failing: int, later: Sequence[tuple[int, int, int]], clean_runs_needed: int = 1
+) -> int | None:
+    """The push order where a regression stopped failing, or None while it may not have.
+
+    `later` holds (push order, clean runs, failing runs) of the regression's labels on its
+    configurations for pushes after `last_failing`, in any order (a push counts clean runs
+    only when every configuration ran clean). It stopped at the first of at least
+    `CLEAN_PUSHES_TO_STOP` pushes in a row with clean runs and no failing one that hold
+    `clean_runs_needed` clean runs between them.
+    """
+    streak: list[tuple[int, int]] = []
+    for order, clean, failing in sorted(p for p in later if p[0] > last_failing):
+        if failing:
+            streak = []
+        elif clean:
+            streak.append((order, clean))
+            enough = sum(c for _, c in streak) >= clean_runs_needed
+            if len(streak) >= CLEAN_PUSHES_TO_STOP and enough:
+                return streak[0][0]
+    return None
+
+
+def merge_target(culprits: dict[int, str | None]) -> dict[int, int]:
+    """Regressions to merge because their backfills named the same culprit push: each
+    regression id that goes away → the oldest regression with that culprit."""
+    oldest: dict[str, int] = {}
+    for regression_id in sorted(culprits):
+        revision = culprits[regression_id]
+        if revision is not None:
+            oldest.setdefault(revision, regression_id)
+    return {
+        rid: oldest[rev] for rid, rev in culprits.items() if rev is not None and oldest[rev] != rid
+    }

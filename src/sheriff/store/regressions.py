@@ -1,0 +1,124 @@
+"""Reading regression records back: for `sheriff regressions`, the API and the alerts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.store.schema import (
+    job,
+    push,
+    regression,
+    regression_case,
+    repository,
+    triage_case,
+)
+
+OPEN_STATUSES = ("confirmed", "culprit")
+
+
+def _push_of(conn: sa.Connection, push_id: int | None) -> dict[str, Any] | None:
+    if push_id is None:
+        return None
+    row = conn.execute(
+        sa.select(
+            push.c.id, push.c.revision, push.c.author, push.c.message, push.c.push_time
+        ).where(push.c.id == push_id)
+    ).first()
+    if row is None:
+        return None
+    return {
+        "id": row.id,
+        "revision": row.revision,
+        "author": row.author,
+        "message": row.message,
+        "push_time": row.push_time.isoformat() if row.push_time else None,
+    }
+
+
+def _as_dict(conn: sa.Connection, row: Any) -> dict[str, Any]:
+    cases = conn.execute(
+        sa.select(
+            triage_case.c.id,
+            triage_case.c.label,
+            triage_case.c.push_id,
+            job.c.task_id,
+            job.c.run_id,
+            push.c.revision,
+        )
+        .join(regression_case, regression_case.c.case_id == triage_case.c.id)
+        .join(job, job.c.id == triage_case.c.job_id)
+        .join(push, push.c.id == triage_case.c.push_id)
+        .where(regression_case.c.regression_id == row.id)
+        .order_by(push.c.push_time, triage_case.c.id)
+    ).all()
+    return {
+        "id": row.id,
+        "repository": row.repository,
+        "status": row.status,
+        "tests": list(row.tests),
+        "failure_lines": list(row.failure_lines),
+        "configurations": list(row.configurations),
+        "labels": list(row.labels),
+        "first_push": _push_of(conn, row.first_push_id),
+        "last_push": _push_of(conn, row.last_push_id),
+        "culprit": _push_of(conn, row.culprit_push_id),
+        "stopped_push": _push_of(conn, row.stopped_push_id),
+        "backfill_report_id": row.backfill_report_id,
+        "opened_at": row.opened_at.isoformat(),
+        "updated_at": row.updated_at.isoformat(),
+        "cases": [
+            {
+                "case_id": c.id,
+                "task_id": c.task_id,
+                "run_id": c.run_id,
+                "label": c.label,
+                "revision": c.revision,
+            }
+            for c in cases
+        ],
+    }
+
+
+def _query() -> Any:
+    return (
+        sa.select(regression, repository.c.name.label("repository"))
+        .join(repository, repository.c.id == regression.c.repository_id)
+        .where(regression.c.merged_into.is_(None))
+    )
+
+
+def list_regressions(
+    conn: sa.Connection,
+    *,
+    open_only: bool = False,
+    repository_name: str | None = None,
+    offset: int = 0,
+    count: int = 100,
+) -> list[dict[str, Any]]:
+    """Regressions (not those merged into another), newest first, with their cases."""
+    query = _query()
+    if open_only:
+        query = query.where(regression.c.status.in_(OPEN_STATUSES))
+    if repository_name is not None:
+        query = query.where(repository.c.name == repository_name)
+    query = query.order_by(regression.c.id.desc()).offset(offset).limit(count)
+    return [_as_dict(conn, row) for row in conn.execute(query).all()]
+
+
+def get_regression(conn: sa.Connection, regression_id: int) -> dict[str, Any] | None:
+    """One regression; one merged into another answers as the one it went into."""
+    seen: set[int] = set()
+    while regression_id not in seen:
+        seen.add(regression_id)
+        into = conn.execute(
+            sa.select(regression.c.merged_into).where(regression.c.id == regression_id)
+        ).first()
+        if into is None:
+            return None
+        if into.merged_into is None:
+            break
+        regression_id = into.merged_into
+    row = conn.execute(_query().where(regression.c.id == regression_id)).first()
+    return _as_dict(conn, row) if row is not None else None

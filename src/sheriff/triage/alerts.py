@@ -1,0 +1,143 @@
+"""One alert per regression and event: confirmed (once its search settled, with the
+culprit if found), culprit (found after the first alert went out), stopped failing.
+
+Each is one `alert` effect per configured channel in the request log, keyed
+`alert:<regression>:<event>:<channel>`: written once, sent once. Without a channel the
+alerts are recorded as dry runs (channel `log`), so what would have gone out is seen.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.actions.effects import enqueue_effect
+from sheriff.config import settings as current_settings
+from sheriff.notify import ALERT, channels_from_settings
+from sheriff.store.regressions import get_regression
+from sheriff.store.schema import action_request, push
+from sheriff.triage.regressions import search_settled, with_searches
+
+# A regression whose search has not settled by then is announced without its culprit.
+CONFIRM_AFTER = timedelta(hours=3)
+
+
+def message(r: dict[str, Any], event: str, public_url: str) -> tuple[str, str]:
+    """Subject and body of an alert about regression `r` (as `store.regressions` reads it)."""
+    tests = r["tests"] or r["failure_lines"]
+    culprit = r["culprit"]
+    what = {
+        "confirmed": "confirmed",
+        "culprit": "culprit found",
+        "stopped": "stopped failing",
+    }[event]
+    subject = f"[sheriff] {r['repository']} regression {r['id']} {what}: {len(tests)} failing"
+    lines = [f"Regression {r['id']} on {r['repository']}: {what}.", "", "Failing tests:"]
+    lines += [f"  {t}" for t in tests]
+    lines += ["", "Configurations: " + ", ".join(r["configurations"])]
+    first = r["first_push"] or {}
+    lines.append(f"First failing push: {first.get('revision', '?')[:12]}")
+    if culprit:
+        message_line = (culprit.get("message") or "").splitlines()[:1]
+        lines += [
+            f"Culprit push: {culprit['revision']} by {culprit.get('author') or 'unknown'}",
+            f"  {message_line[0] if message_line else ''}",
+            f"Suggested action: back out {culprit['revision'][:12]}.",
+        ]
+    else:
+        lines.append("Culprit: not found yet; suggested action: look at the first failing push.")
+    if r["stopped_push"]:
+        lines.append(f"Stopped failing at push {r['stopped_push']['revision'][:12]}.")
+    lines += ["", f"Evidence: {public_url}/api/regressions/{r['id']}", f"Cases: {len(r['cases'])}"]
+    return subject, "\n".join(lines)
+
+
+def plan_alerts(
+    conn: sa.Connection,
+    repo: str,
+    *,
+    public_url: str,
+    live: bool,
+    now: datetime,
+    settings: Any = None,
+) -> int:
+    """Enqueue the alerts the regressions of `repo` are due; how many new."""
+    names = sorted(channels_from_settings(settings or current_settings())) or ["log"]
+    sent = set(
+        conn.execute(
+            sa.select(action_request.c.idempotency_key).where(action_request.c.strategy == ALERT)
+        ).scalars()
+    )
+    rows = with_searches(conn, repo)
+    added = 0
+    orders = _push_orders(conn, [r.first_push_id for r in rows] + [r.last_push_id for r in rows])
+    searching = [r for r in rows if not search_settled(r)]
+    for r in rows:
+        due = []
+        confirmed_key = f"alert:{r.id}:confirmed:{names[0]}"
+        # Announced once its search settled and no search still running could make it
+        # part of another regression (the same culprit found twice merges them).
+        alone = not any(_may_merge(r, other, orders) for other in searching if other.id != r.id)
+        # Past CONFIRM_AFTER it is announced before its search settles, unless it may yet
+        # be part of any other regression, which its own search will tell.
+        isolated = not any(_may_merge(r, other, orders) for other in rows if other.id != r.id)
+        late = now - r.opened_at >= CONFIRM_AFTER and isolated
+        if (search_settled(r) and alone) or late:
+            due.append("confirmed")
+        if r.culprit_revision is not None and confirmed_key in sent:
+            first = conn.execute(
+                sa.select(action_request.c.input).where(
+                    action_request.c.idempotency_key == confirmed_key
+                )
+            ).scalar()
+            if first is not None and not first.get("culprit"):
+                due.append("culprit")
+        if r.stopped_push_id is not None and "confirmed" in due:
+            due.append("stopped")
+        for event in due:
+            for name in names:
+                key = f"alert:{r.id}:{event}:{name}"
+                if key in sent:
+                    continue
+                found = get_regression(conn, r.id)
+                assert found is not None
+                subject, body = message(found, event, public_url)
+                enqueue_effect(
+                    conn,
+                    key,
+                    ALERT,
+                    repository=repo,
+                    revision=(found["first_push"] or {}).get("revision", ""),
+                    input={
+                        "channel": name,
+                        "event": event,
+                        "regression_id": r.id,
+                        "culprit": (found["culprit"] or {}).get("revision"),
+                        "subject": subject,
+                        "body": body,
+                    },
+                    live=live and name != "log",
+                    now=now,
+                )
+                sent.add(key)
+                added += 1
+    return added
+
+
+def _push_orders(conn: sa.Connection, push_ids: list[int]) -> dict[int, Any]:
+    found = conn.execute(
+        sa.select(push.c.id, push.c.push_time).where(push.c.id.in_(sorted(set(push_ids))))
+    ).all()
+    return {row.id: row.push_time for row in found}
+
+
+def _may_merge(r: Any, other: Any, times: dict[int, Any]) -> bool:
+    """Whether two regressions fail on overlapping pushes of a shared configuration."""
+    if not set(r.configurations) & set(other.configurations):
+        return False
+    return (
+        times[r.first_push_id] <= times[other.last_push_id]
+        and times[other.first_push_id] <= times[r.last_push_id]
+    )

@@ -1,0 +1,62 @@
+"""Grouping regression cases into regressions (sheriff.model.regressions)."""
+
+from sheriff.model.regressions import (
+    CaseFacts,
+    Group,
+    group_cases,
+    match,
+    merge_target,
+    stopped_failing,
+)
+
+
+def case(case_id: int, push: int, tests=(), lines=(), config: str = "linux/opt") -> CaseFacts:
+    return CaseFacts(case_id, push, frozenset(tests), frozenset(lines), config)
+
+
+def test_cases_sharing_a_test_across_pushes_and_configurations_are_one_regression() -> None:
+    cases = [
+        case(1, 11, ["a.js"], config="linux/opt"),
+        case(2, 11, ["a.js"], config="win/debug"),
+        case(3, 12, ["a.js"]),
+        case(4, 15, ["a.js", "b.js"]),
+        case(5, 13, ["c.js"]),
+    ]
+    groups = group_cases(cases)
+    assert [sorted(g.case_ids) for g in groups] == [[1, 2, 3, 4], [5]]
+    assert groups[0].configurations == {"linux/opt", "win/debug"}
+    assert (groups[0].first_push, groups[0].last_push) == (11, 15)
+    assert groups[0].tests == {"a.js", "b.js"}
+
+
+def test_a_shared_failure_line_without_a_test_groups_too() -> None:
+    crash = "PROCESS-CRASH | application crashed [@ mozilla::Foo]"
+    groups = group_cases([case(1, 3, lines=[crash]), case(2, 4, lines=[crash])])
+    assert len(groups) == 1
+
+
+def test_the_same_test_far_away_or_after_it_stopped_is_a_new_regression() -> None:
+    far = group_cases([case(1, 1, ["a.js"]), case(2, 40, ["a.js"])], neighbours=12)
+    assert len(far) == 2
+    stopped = Group(1, {"a.js"}, set(), 5, 8, stopped_at=9)
+    assert match(case(3, 10, ["a.js"]), [stopped]) is None
+    assert match(case(3, 7, ["a.js"]), [stopped]) is stopped
+
+
+def test_the_group_sharing_most_wins() -> None:
+    one = Group(1, {"a.js"}, set(), 5, 5)
+    two = Group(2, {"a.js", "b.js"}, set(), 5, 5)
+    assert match(case(3, 5, ["a.js", "b.js"]), [one, two]) is two
+    assert match(case(3, 5, ["a.js"]), [one, two]) is one  # a tie: the oldest
+
+
+def test_stopped_failing_needs_clean_pushes_in_a_row() -> None:
+    assert stopped_failing(10, [(11, 2, 0), (12, 1, 0)]) == 11
+    assert stopped_failing(10, [(11, 2, 0), (12, 0, 1), (13, 1, 0)]) is None
+    assert stopped_failing(10, [(11, 2, 0), (12, 0, 1), (13, 1, 0), (14, 3, 0)]) == 13
+    assert stopped_failing(10, [(11, 0, 0), (12, 1, 0), (13, 1, 0)]) == 12  # 11 ran nothing
+    assert stopped_failing(10, [(9, 5, 0), (11, 1, 0)]) is None
+
+
+def test_regressions_with_the_same_culprit_merge_into_the_oldest() -> None:
+    assert merge_target({1: "p17", 2: "p11", 3: "p17", 4: None}) == {3: 1}
