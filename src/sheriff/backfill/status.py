@@ -10,6 +10,11 @@ from sheriff.backfill.evidence import window_evidence
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
+# The actions whose tasks are backfill runs: Gecko's `backfill` creates them through
+# `backfill-task`, which tags them only when it passes test_manifests (ingest names the
+# untagged ones from their parent action task).
+BACKFILL_ACTIONS = (BACKFILL_TAG, "backfill")
+
 RECORD_FIELDS = (
     "id",
     "job_id",
@@ -162,31 +167,77 @@ def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
 
 def culprit_metrics(
     conn: sa.Connection, regressions: list[dict[str, Any]], in_scope: int | None = None
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """The `culprits` figures of the sim metrics, against the simulator's true regressions.
 
-    A regression is found when a report about one of its tests named a culprit, and correct
-    when the first such report named its true culprit revision (`culprit_revision`); the
-    backfill runs are the tasks backfill actions created that sheriff has seen. `in_scope`
-    (default: all) counts the regressions that failed at least one run sheriff was
-    configured to triage: one that shows only on other queues cannot have a culprit named.
+    Every report that names a push counts: a regression is `found` when a report about one
+    of its tests named a push, and `correct` only when every such report named its true
+    culprit revision (one wrong report makes it wrong, however many right ones it also
+    has). `reports_named` / `reports_correct` count the reports themselves; `wrong` lists
+    each wrong one by name, and `false_culprits` the reports that named a push for tests
+    no regression broke (a range of flakes alone). `backfill_runs` counts the test runs
+    backfills created that sheriff has seen (job rows of test kind), never the action
+    tasks. `in_scope` (default: all) counts the regressions that failed at least one run
+    sheriff was configured to triage: one that shows only on other queues cannot have a
+    culprit named.
     """
     named = named_culprits(conn)
     found = correct = 0
-    for regression in regressions:
+    reports_named = reports_correct = 0
+    wrong: list[dict[str, Any]] = []
+    claimed: set[int] = set()
+    for index, regression in enumerate(regressions):
         mine = [n for n in named if set(n["tests"]) & set(regression["tests"])]
-        if mine:
-            found += 1
-            correct += mine[0]["culprit_revision"] == regression["culprit_revision"]
+        claimed.update(n["report"] for n in mine)
+        if not mine:
+            continue
+        found += 1
+        right = [n for n in mine if n["culprit_revision"] == regression["culprit_revision"]]
+        correct += len(right) == len(mine)
+        reports_named += len(mine)
+        reports_correct += len(right)
+        wrong.extend(
+            {
+                "regression": regression.get("index", index),
+                "report": n["report"],
+                "label": n["label"],
+                "tests": n["tests"],
+                "named": n["culprit_revision"],
+                "true": regression["culprit_revision"],
+            }
+            for n in mine
+            if n["culprit_revision"] != regression["culprit_revision"]
+        )
+    # Reports about tests no regression broke: their range holds no true culprit.
+    all_tests = {t for r in regressions for t in r["tests"]}
+    reports_tests = conn.execute(sa.select(backfill_report.c.tests)).scalars().all()
+    without_culprit = sum(1 for tests in reports_tests if not set(tests or []) & all_tests)
+    false_culprits = [
+        {
+            "report": n["report"],
+            "label": n["label"],
+            "tests": n["tests"],
+            "named": n["culprit_revision"],
+        }
+        for n in named
+        if n["report"] not in claimed
+    ]
     runs = conn.execute(
-        sa.select(sa.func.count(sa.distinct(job.c.task_id))).where(job.c.action == BACKFILL_TAG)
+        sa.select(sa.func.count())
+        .select_from(job)
+        .where(job.c.action.in_(BACKFILL_ACTIONS), job.c.job_kind == "test")
     ).scalar_one()
     return {
         "regressions": len(regressions),
         "in_scope": len(regressions) if in_scope is None else in_scope,
         "found": found,
         "correct": correct,
+        "reports_named": reports_named,
+        "reports_correct": reports_correct,
         "backfill_runs": runs,
+        "wrong": wrong,
+        "reports_without_true_culprit": without_culprit,
+        "false_culprits": false_culprits,
     }
 
 

@@ -450,7 +450,28 @@ def calibration(scored: list[tuple[float, bool]]) -> dict[str, Any]:
         "scored": len(scored),
         "high": {"cases": len(high), "regression_share": _share(high)},
         "low": {"cases": len(low), "regression_share": _share(low)},
+        "bins": reliability_bins(scored),
     }
+
+
+def reliability_bins(scored: list[tuple[float, bool]], count: int = 10) -> list[list[float]]:
+    """Per bin of P(regression) (width 1/count): [cases, sum of P, true regressions], so
+    that plays can be pooled before the expected calibration error is taken."""
+    bins = [[0, 0.0, 0] for _ in range(count)]
+    for p, truth in scored:
+        b = bins[min(count - 1, int(p * count))]
+        b[0] += 1
+        b[1] = round(b[1] + p, 6)
+        b[2] += int(truth)
+    return bins
+
+
+def expected_calibration_error(bins: list[list[float]]) -> float:
+    """ECE over pooled reliability bins: sum over bins of |mean P - share true| * share of cases."""
+    total = sum(b[0] for b in bins)
+    if not total:
+        return 0.0
+    return sum(abs(b[1] / b[0] - b[2] / b[0]) * b[0] / total for b in bins if b[0])
 
 
 def _share(truths: list[bool]) -> float | None:
