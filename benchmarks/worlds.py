@@ -5,13 +5,14 @@ Usage:
     .venv/bin/python benchmarks/worlds.py --count 30 --seed S [--jobs 1] [--dir DIR]
         [--linear] [--json OUT]
 
-draws worlds 0..count-1 of family S (sheriff/sim/family.py), plays each with the seed rule
-and with `history` (bisect backfills; with `--linear` also history with linear backfills,
-for the runs relative to `linear`), and prints one row per world as it finishes, then the
-worst row and the pooled figures. Each play's metrics are kept in DIR (default
-`.worlds/<S>/`): a rerun reuses them, so an interrupted run resumes where it stopped and
-the lead can extend 10 worlds to 30 cheaply. `--jobs N` plays N worlds at once in worker
-processes (each play also starts a simulator process: keep N at 1 on a shared machine).
+draws worlds 0..count-1 of family S (sheriff/sim/family.py), plays each with the seed
+rule and with `history` (flake-aware backfills; `--backfill` to change; with `--linear`
+also history with linear backfills, for the runs relative to `linear`), and prints one
+row per world as it finishes, then the worst row and the pooled figures. Each play's
+metrics are kept in DIR (default `.worlds/<S>/`): a rerun reuses them, so an interrupted
+run resumes where it stopped and 10 worlds extend to 30 cheaply. `--jobs N` plays N
+worlds at once in worker processes (each play also starts a simulator process: keep N
+at 1 on a shared machine).
 
 Targets for `history`, on every world: precision >= 0.98, recall >= the seed rule's - 0.02;
 over all worlds: <= 2.0 retriggers per eligible case, expected calibration error (10
@@ -159,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--dir", type=Path, help="where worlds and kept metrics go")
     parser.add_argument("--linear", action="store_true", help="also play history + linear")
+    parser.add_argument(
+        "--backfill", default="flake-aware", help="history's backfill strategy (flake-aware)"
+    )
     parser.add_argument("--json", type=Path, help="write every metrics object here")
     args = parser.parse_args(argv)
     if args.count < 1 or args.jobs < 1:
@@ -166,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = args.dir or Path(".worlds") / str(args.seed)
     paths = write_family(args.seed, args.first + args.count, folder)[args.first :]
-    plays = [("seed", "off"), ("history", "bisect")] + ([("history", "linear")] * args.linear)
+    plays = [("seed", "off"), ("history", args.backfill)] + ([("history", "linear")] * args.linear)
     print(HEADER, flush=True)
     rows = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

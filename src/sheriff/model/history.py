@@ -231,8 +231,17 @@ class Priors:
         n: int,
         earlier: Sequence[EarlierRuns] = (),
     ) -> float:
-        """P(regression | history facts, earlier runs, k of n retriggers reproduced)."""
-        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n, earlier))
+        """P(regression | history facts, earlier runs, k of n retriggers reproduced).
+
+        Monotone in reproductions by construction: with the rates fitted from past cases a
+        flake's predicted repeat rate can exceed a regression's (a world of high-rate flakes
+        and rare intermittent regressions), and then one more reproduction would lower P,
+        which no sheriff could follow. So P(k, n) is the highest the model gives to the same
+        runs with some of the reproductions taken away: a reproduction never lowers it.
+        """
+        prior = self.prior_log_odds(features)
+        best = max(self.retrigger_log_lr(k - j, n - j, earlier) for j in range(0, min(k, n) + 1))
+        return _sigmoid(prior + best)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -444,10 +453,16 @@ class HistoryPolicy:
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
             regression = p >= self.at_cap and (confirmed or shown_before)
-            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
             if p >= self.at_cap and not regression:
                 bound += ", but not reproduced and never shown on an earlier push"
+            if not regression and mostly_reproduced(k, n):
+                # A failure that nearly every retrigger reproduces is a regression unless
+                # the test already failed like that before this push (a flaky test that
+                # fails often): the model alone must not wave it through.
+                regression, said = _repeats_its_past(k, n, history.earlier)
+                bound += f"; {said}"
+            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
                 f"{why}; all {evidence.runs_wanted} runs used, {bound}",
@@ -576,6 +591,43 @@ class HistoryPolicy:
             p_regression=None if p is None else round(p, 4),
             details=details,
         )
+
+
+# A retrigger tally this high (>= 4 of 5) is called intermittent only when the test failed
+# at a comparable rate before the suspect push: at least this share of the retriggers'
+# rate, over at least `_PAST_RUNS` earlier runs.
+MOSTLY = 0.8
+_COMPARABLE = 0.25
+_PAST_RUNS = 3
+
+
+def mostly_reproduced(k: int, n: int) -> bool:
+    """Whether k of n retriggers is "4 or more of 5" (at least 4, and at least 80 %)."""
+    return k >= 4 and k >= MOSTLY * n
+
+
+def failed_before(earlier: Sequence[EarlierRuns]) -> tuple[int, int]:
+    """(runs that showed the line, runs) of the test on pushes before the case's, on any
+    configuration."""
+    past = [e for e in earlier if e.ago >= 1]
+    shown = sum(e.shown + e.other_shown for e in past)
+    return shown, sum(e.runs + e.other_runs for e in past)
+
+
+def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:
+    """(regression?, why in words) for a case whose retriggers mostly reproduced."""
+    shown, runs = failed_before(earlier)
+    tally = f"{k} of {n} retriggers reproduced the failure"
+    if runs >= _PAST_RUNS and shown / runs >= _COMPARABLE * k / n:
+        return False, (
+            f"{tally}, but the test failed at a comparable rate before this push "
+            f"({shown} of {_plural(runs, 'earlier run')} showed the line): intermittent"
+        )
+    before = f"{shown} of {_plural(runs, 'earlier run')}" if runs else "no earlier run"
+    return True, (
+        f"{tally} and the test did not fail at a comparable rate before this push "
+        f"({before} showed the line): a regression"
+    )
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:
