@@ -2,20 +2,22 @@
 
 A backfill window holds pushes oldest first, the last the one where the regression was
 seen. Each push has runs that reproduced the failure and runs that did not. Under the
-hypothesis "push c is the culprit", pushes before c fail only through a flake of the test
-(rate b ~ Beta, small) and pushes from c on at the regression's rate q ~ Beta (centred on
-the rate the retriggers showed); under "no culprit" every push fails at the one flake
-rate, the failure seen was a flake too. Both rates are integrated out (beta-binomial over
-the pooled runs), so a push with two clean runs of a 50 % regression is evidence, not a
-verdict. The search names push c once P(c) >= `confidence`, says "no culprit found" once
-P(no culprit) >= `confidence`, asks to look further back when the mass sits on the oldest
-push, and otherwise runs the push that splits the remaining mass in two (the way
-flake-aware culprit finding does), with as many runs as the estimated rate needs for one
-round to be telling.
+hypothesis "push c is the culprit", pushes before c fail only through a flake of the
+test (rate b ~ Beta, small) and pushes from c on at the regression's rate q ~ Beta(1, 1)
+(the retriggers on the regression's own push are runs like any other); under "no
+culprit" every push fails at one rate, that of a test known to fail (the failure seen
+was a flake too). The rates are integrated out (beta-binomial over the pooled runs), so
+two clean runs of a 50 % regression are evidence, not a verdict.
+
+The search names push c once P(c) >= `confidence` and c reproduced at least twice; says
+"no culprit found" once P(no culprit) >= `confidence` or its budget of runs is spent;
+asks to look further back when the mass sits on the oldest push; and otherwise runs the
+push that splits the remaining mass in two (the way flake-aware culprit finding does),
+with enough runs that a clean round would be telling.
 
     >>> search = CulpritSearch(fail_rate=1.0)
-    >>> runs = [(0, 1), (0, 1), (1, 0), (1, 0)]  # (reproduced, clean) per push
-    >>> search.posterior(runs).culprit[2] > 0.9
+    >>> runs = [(0, 1), (0, 2), (1, 0), (2, 0)]  # (reproduced, clean) per push
+    >>> search.posterior(runs).culprit[2] > 0.8
     True
 """
 
@@ -29,10 +31,12 @@ from sheriff.model.backfill import MAX_RUNS_PER_PUSH
 
 # A test's chance to fail through a flake, before the culprit: Beta(a, b), mean ~3 %.
 FLAKE_PRIOR = (0.5, 15.0)
-# How sure the regression's rate is, in pseudo-runs around the rate its retriggers showed.
-RATE_STRENGTH = 4.0
-# Prior weight of "the window holds no culprit" (the failure seen was a flake).
+# Prior weight of "the window holds no culprit" (the failure seen was a flake), and the
+# rate of that flake: a test that just failed, so anything up to often (mean 20 %).
 NONE_PRIOR = 0.1
+NONE_FLAKE_PRIOR = (0.5, 2.0)
+# The regression's failure rate: Beta(1, 1), anything from rare to always.
+REGRESSION_PRIOR = (1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -64,14 +68,22 @@ class CulpritSearch:
     """The search's model and thresholds; `fail_rate` is the regression's estimated rate."""
 
     fail_rate: float
-    confidence: float = 0.95
+    confidence: float = 0.97
     none_prior: float = NONE_PRIOR
+    # Runs one search may ask for in all: an intermittent regression failing one run in
+    # ten cannot be placed for less than dozens, and then "no culprit found" is the answer.
+    budget: int = 24
+    # Reproductions the named push needs: a single one may be a flake of the test on the
+    # push before the culprit, which the model alone would take for the culprit.
+    confirmations: int = 2
 
     def posterior(self, runs: Sequence[tuple[int, int]]) -> Posterior:
         """P(culprit = i) given (reproduced, clean) runs per push, oldest first."""
         count = len(runs)
-        q = min(max(self.fail_rate, 0.05), 0.98)
-        reg = (q * RATE_STRENGTH + 0.5, (1 - q) * RATE_STRENGTH + 0.1)
+        # Flat over the regression's rate: the retriggers on the regression's own push are
+        # in `runs`, so they inform it as any other runs do; a point estimate from them
+        # made the model overconfident when five retriggers happened to be lucky.
+        reg = REGRESSION_PRIOR
         # Pooled counts before and from each change point.
         logs = []
         for c in range(count):
@@ -79,7 +91,7 @@ class CulpritSearch:
             after = _pool(runs[c:])
             logs.append(_beta_binomial(*before, FLAKE_PRIOR) + _beta_binomial(*after, reg))
         everything = _pool(runs)
-        none = _beta_binomial(*everything, FLAKE_PRIOR)
+        none = _beta_binomial(*everything, NONE_FLAKE_PRIOR)
         # Uniform over the culprit's push, with `none_prior` on "no culprit".
         weights = [math.log((1 - self.none_prior) / count) + v for v in logs]
         weights.append(math.log(self.none_prior) + none)
@@ -108,12 +120,20 @@ class CulpritSearch:
         best, p = post.best()
         if post.none >= self.confidence:
             return Step(no_culprit=True, why=f"P(no culprit) = {post.none:.3f}: flakes alone")
+        if waiting:
+            return Step(why="waiting for runs")
+        used = sum(spent)
         if p >= self.confidence:
             if best == 0:
                 return Step(extend=True, why=f"P(oldest push) = {p:.3f}: look further back")
-            return Step(culprit=best, why=f"P(culprit) = {p:.3f}")
-        if waiting:
-            return Step(why="waiting for runs")
+            if runs[best][0] >= self.confirmations or best == len(runs) - 1:
+                return Step(culprit=best, why=f"P(culprit) = {p:.3f}")
+            if best not in untestable and used < self.budget:
+                return Step(test=best, times=1, why=f"P(culprit) = {p:.3f}; confirming it")
+        if used >= self.budget:
+            return Step(
+                no_culprit=True, why=f"{used} runs spent and P(best) = {p:.3f} only: no culprit"
+            )
         # The push that splits the mass in two: testing it says on which side the culprit is.
         candidates = [
             i
