@@ -187,7 +187,7 @@ def culprit_metrics(
     wrong: list[dict[str, Any]] = []
     claimed: set[int] = set()
     for index, regression in enumerate(regressions):
-        mine = [n for n in named if set(n["tests"]) & set(regression["tests"])]
+        mine = [n for n in named if _about(n, regression)]
         claimed.update(n["report"] for n in mine)
         if not mine:
             continue
@@ -209,9 +209,16 @@ def culprit_metrics(
             if n["culprit_revision"] != regression["culprit_revision"]
         )
     # Reports about tests no regression broke: their range holds no true culprit.
-    all_tests = {t for r in regressions for t in r["tests"]}
-    reports_tests = conn.execute(sa.select(backfill_report.c.tests)).scalars().all()
-    without_culprit = sum(1 for tests in reports_tests if not set(tests or []) & all_tests)
+    every = conn.execute(
+        sa.select(backfill_report.c.tests, push.c.revision).join(
+            push, push.c.id == backfill_report.c.push_id
+        )
+    ).all()
+    without_culprit = sum(
+        1
+        for r in every
+        if not any(_about({"tests": r.tests or [], "revision": r.revision}, g) for g in regressions)
+    )
     false_culprits = [
         {
             "report": n["report"],
@@ -239,6 +246,18 @@ def culprit_metrics(
         "reports_without_true_culprit": without_culprit,
         "false_culprits": false_culprits,
     }
+
+
+def _about(report: dict[str, Any], regression: dict[str, Any]) -> bool:
+    """Whether a report is about a true regression: it names one of its tests, or, for a
+    regression whose line names no test (`failure: crash | timeout`), it was opened on a
+    push where that regression failed runs and names no test path either."""
+    if set(report["tests"]) & set(regression["tests"]):
+        return True
+    if regression.get("failure") not in ("crash", "timeout"):
+        return False
+    pushes = regression.get("failed_on") or []
+    return report["revision"] in pushes and not any("/" in t for t in report["tests"])
 
 
 def pushes_to_watch(conn: sa.Connection) -> list[dict[str, Any]]:

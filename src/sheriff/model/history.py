@@ -275,11 +275,23 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     """Fit the priors from earlier decided cases, labelled by their verdicts (by their
     P(regression) where the verdict is not known)."""
     cases = [c for c in past if 0.0 <= c.p <= 1.0 and 0 <= c.k <= c.n]
-    reg = sum(_verdict(c) for c in cases)
-    base = (reg + _DEFAULT_BASE[0]) / (len(cases) + sum(_DEFAULT_BASE))
-    flake = _fit_rate([(1.0 - _verdict(c), c.k, c.n) for c in cases], _DEFAULT_FLAKE, _FLAKE_SPREAD)
+    # A verdict its own retriggers contradict is the model's opinion, not evidence: fitted
+    # from such verdicts, the rates confirm themselves (a world where it called 4-of-5
+    # cases intermittent taught it that flakes repeat often and regressions are rare,
+    # and it called more of them intermittent). Those count half for the base rate and
+    # not at all for the repeat rates. (A past case without a known verdict is weighed
+    # by its P, as before.)
+    # A verdict given on history alone (fewer than two retriggers) teaches nothing either:
+    # it is what the fit already believed.
+    agreed = [c for c in cases if c.regression is None or (c.n >= 2 and not contested(c))]
+    disputed = sum(1 for c in cases if c.regression is not None and contested(c))
+    reg = sum(_verdict(c) for c in agreed) + 0.5 * disputed
+    base = (reg + _DEFAULT_BASE[0]) / (len(agreed) + disputed + sum(_DEFAULT_BASE))
+    flake = _fit_rate(
+        [(1.0 - _verdict(c), c.k, c.n) for c in agreed], _DEFAULT_FLAKE, _FLAKE_SPREAD
+    )
     regression = _fit_rate(
-        [(_verdict(c), c.k, c.n) for c in cases], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
+        [(_verdict(c), c.k, c.n) for c in agreed], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
     )
     lrs: dict[str, tuple[float, float]] = {}
     for name in FEATURES:
@@ -295,6 +307,22 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     return Priors(
         base_rate=base, flake=flake, regression=regression, feature_log_lr=lrs, cases=len(cases)
     )
+
+
+# A regression verdict with none of at least this many retriggers reproduced, or an
+# intermittent one with nearly all reproduced (`mostly_reproduced`), goes against what
+# the retriggers say. (Two or three of five is what a flaky test failing often does: those
+# verdicts teach the flake rate.)
+_CONTESTED_REPRODUCTIONS = 2
+
+
+def contested(case: PastCase) -> bool:
+    """Whether the case's verdict goes against its own retriggers (see `fit_priors`)."""
+    if case.regression is None:
+        return False
+    if case.regression:
+        return case.k == 0 and case.n >= _CONTESTED_REPRODUCTIONS
+    return mostly_reproduced(case.k, case.n)
 
 
 def _verdict(case: PastCase) -> float:

@@ -344,7 +344,7 @@ def measure(
         in_scope = None
         if queue_prefixes is not None:
             in_scope = len(regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes)))
-        culprits = culprit_metrics(conn, truth.get("regressions", []), in_scope)
+        culprits = culprit_metrics(conn, _with_pushes(truth), in_scope)
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
@@ -418,6 +418,20 @@ def measure(
             "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
         },
     }
+
+
+def _with_pushes(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The true regressions, each with the revisions where it failed an original run
+    (`failed_on`): a report about a line that names no test is matched by those."""
+    failed_on: dict[int, set[str]] = {}
+    for case in truth["cases"].values():
+        for failure in case["failures"]:
+            if failure["regression"] is not None:
+                failed_on.setdefault(failure["regression"], set()).add(case["push"])
+    return [
+        {**r, "failed_on": sorted(failed_on.get(r.get("index", i), ()))}
+        for i, r in enumerate(truth.get("regressions", []))
+    ]
 
 
 def regressions_in_scope(
