@@ -117,7 +117,7 @@ def request(
         show_default=False,
     ),
     strategy: str = typer.Option(
-        None, "--strategy", help="linear or bisect (default: setting, bisect)."
+        None, "--strategy", help="linear, bisect or flake-aware (default: setting, bisect)."
     ),
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
     now_: str = typer.Option(None, "--now", help=NOW_HELP),
