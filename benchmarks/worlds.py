@@ -91,6 +91,7 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
     empty = sum(h["culprits"].get("reports_without_true_culprit", 0) for h in hists)
     false = sum(len(h["culprits"].get("false_culprits", [])) for h in hists)
     runs = sum(h["culprits"]["backfill_runs"] for h in hists)
+    reports = sum(h["culprits"].get("reports", 0) for h in hists)
     lines = [
         f"worst precision: {worst_p[0]} {worst_p[2]['precision']:.3f}",
         f"worst recall - seed's: {worst_r[0]} {worst_r[2]['recall']:.3f} vs "
@@ -103,7 +104,8 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
         f"culprits: {correct} right of {in_scope} in scope ({_pct(correct, in_scope)}), "
         f"{found} found; {false} pushes named of {empty} ranges without a true culprit "
         f"({_pct(empty - false, empty)} named none); {runs} backfill runs "
-        f"({runs / in_scope if in_scope else 0:.1f} per regression in scope)",
+        f"({runs / in_scope if in_scope else 0:.1f} per regression in scope; {reports} reports, "
+        f"{runs / reports if reports else 0:.1f} runs per report)",
     ]
     linear = [(h, lin) for _, _, h, lin in rows if lin is not None]
     if linear:

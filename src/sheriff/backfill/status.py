@@ -243,6 +243,7 @@ def culprit_metrics(
         "reports_correct": reports_correct,
         "backfill_runs": runs,
         "wrong": wrong,
+        "reports": len(every),
         "reports_without_true_culprit": without_culprit,
         "false_culprits": false_culprits,
     }
