@@ -9,7 +9,9 @@ culprit" every push fails at one rate, that of a test known to fail (the failure
 was a flake too). The rates are integrated out (beta-binomial over the pooled runs), so
 two clean runs of a 50 % regression are evidence, not a verdict.
 
-The search names push c once P(c) >= `confidence` and c reproduced at least twice; says
+The search names push c once P(c) >= `confidence`, c reproduced at least twice and its
+parent never did (else it runs the parent again: its failures were flakes, or the
+regression was unlucky there); says
 "no culprit found" once P(no culprit) >= `confidence` or its budget of runs is spent;
 asks to look further back when the mass sits on the oldest push; and otherwise runs the
 push that splits the remaining mass in two (the way flake-aware culprit finding does),
@@ -126,6 +128,17 @@ class CulpritSearch:
         if p >= self.confidence:
             if best == 0:
                 return Step(extend=True, why=f"P(oldest push) = {p:.3f}: look further back")
+            parent = best - 1
+            if runs[parent][0] and parent not in untestable and used < self.budget:
+                # The push before it reproduced too: naming this one says those were
+                # flakes, which only more runs there can tell from an unlucky regression.
+                return Step(
+                    test=parent,
+                    times=self.runs_for_a_round(),
+                    why=f"P(culprit) = {p:.3f}, but its parent reproduced: running it again",
+                )
+            if runs[parent][0]:
+                return Step(no_culprit=True, why=f"P(best) = {p:.3f}, but its parent reproduced")
             if runs[best][0] >= self.confirmations or best == len(runs) - 1:
                 return Step(culprit=best, why=f"P(culprit) = {p:.3f}")
             if best not in untestable and used < self.budget:
