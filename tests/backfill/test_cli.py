@@ -120,9 +120,34 @@ def test_culprit_metrics_against_the_truth(finished: Path) -> None:
     with engine.connect() as conn:
         figures = culprit_metrics(conn, [right, unseen])
         assert culprit_metrics(conn, [wrong])["correct"] == 0
+        # Every report that names a push counts: a wrong one makes the regression wrong.
+        against = culprit_metrics(conn, [wrong])
+        # Backfill runs are test runs only: an action task (kind other) is not one.
+        runs = figures["backfill_runs"]
+        first = conn.execute(sa.select(job).where(job.c.action == "backfill-task")).first()
+        assert first is not None
+        conn.execute(
+            job.insert().values(
+                {**first._mapping, "id": None, "task_id": first.task_id[:-2] + "zz"}
+                | {"job_kind": "other"}
+            )
+        )
+        after = culprit_metrics(conn, [right])["backfill_runs"]
+        tests_runs = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(job)
+            .where(job.c.action == "backfill-task", job.c.job_kind == "test")
+        ).scalar_one()
+        nothing = culprit_metrics(conn, [unseen])
     engine.dispose()
     assert figures["regressions"] == 2 and figures["found"] == 1 and figures["correct"] == 1
-    assert figures["backfill_runs"] > 0
+    assert figures["reports_named"] == figures["reports_correct"] == 1 and not figures["wrong"]
+    assert against["found"] == 1 and against["correct"] == 0 and against["reports_correct"] == 0
+    [named] = against["wrong"]
+    assert named["named"] == revision(11) and named["true"] == revision(12)
+    assert runs > 0 and after == runs == tests_runs
+    # A report about tests no true regression broke names a push for a range without one.
+    assert nothing["reports_without_true_culprit"] == 1 and len(nothing["false_culprits"]) == 1
 
 
 def test_json_times_carry_their_zone_and_a_piped_table_does_not_fold(finished: Path) -> None:

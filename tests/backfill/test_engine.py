@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 
 from sheriff.backfill import (
@@ -225,3 +226,31 @@ def test_an_outage_holds_one_record_back_and_the_next_pass_goes_on(ci: FakeCI) -
         ci.engine, now=START + 2 * HOUR, actions=ci.enqueue, observe=seen.extend, settings=settings
     )
     assert seen  # the next pass asked for the observation again
+
+
+@pytest.mark.parametrize(("rate", "seed"), [(1.0, 1), (0.5, 3), (0.5, 4), (0.4, 5)])
+def test_flake_aware_names_an_intermittent_culprit_within_its_budget(
+    engine, rate: float, seed: int
+) -> None:
+    ci = FakeCI(engine, rate=rate, seed=seed)
+    ci.history()
+    _open(ci, strategy="flake-aware")
+    [report] = _play(ci, BackfillSettings(strategy="flake-aware"), passes=30)
+    assert {s["strategy"] for s in ci.sent} == {"backfill-task"}
+    assert all(s["input"]["test_manifests"] == {SUITE: [A, B]} for s in ci.sent)
+    asked = sum(s["input"]["times"] for s in ci.sent)
+    assert asked <= 24 + 1  # the budget, and one run to confirm the named push
+    # Right or no culprit at all, never a wrong push.
+    assert report["culprit_revision"] in (revision(11), None)
+    if rate == 1.0:
+        assert report["status"] == "culprit" and asked <= 8
+
+
+def test_flake_aware_finds_no_culprit_when_nothing_regressed(engine) -> None:
+    # The "regression" is a flake of the test: it fails a fifth of its runs on every push.
+    ci = FakeCI(engine, rate=0.2, seed=7, culprit=0)
+    ci.history()
+    _open(ci, strategy="flake-aware")
+    [report] = _play(ci, BackfillSettings(strategy="flake-aware"), passes=30)
+    assert report["culprit_revision"] is None
+    assert report["status"] == "failed" and "culprit" in (report["reason"] or "")

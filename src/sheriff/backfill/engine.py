@@ -333,6 +333,7 @@ class _Step:
         lines, tests = self.context["lines"], self.context["tests"]
         outcomes: list[Outcome] = []
         clean_runs: list[int] = []
+        reproduced_runs: list[int] = []
         waiting: set[int] = set()
         untestable = set(self.context["untestable"])
         requested = self.context["requested"]
@@ -344,6 +345,7 @@ class _Step:
                 result = Outcome.FAILING  # the regression's own push, by its verdict
             outcomes.append(result)
             clean_runs.append(runs.clean)
+            reproduced_runs.append(runs.reproduced)
             recorded[str(push_id)] = result.value
             asks = requested.get(str(push_id))
             if not asks or result is Outcome.FAILING:
@@ -370,6 +372,9 @@ class _Step:
             needed=needed,
             same_manifests=bool(self.context["same_manifests"]),
             can_extend=self.context["extensions"] < self.settings.max_extensions,
+            reproduced_runs=tuple(reproduced_runs),
+            fail_rate=float(self.context["fail_rate"]),
+            asked_runs=tuple(sum(a["times"] for a in requested.get(str(p), [])) for p in window),
         )
         return search, evidence
 

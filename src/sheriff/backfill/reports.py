@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.backfill.evidence import reproduces, test_of
-from sheriff.backfill.settings import BackfillSettings
+from sheriff.backfill.settings import STRATEGIES, BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
@@ -384,8 +384,9 @@ def request_backfill(
 ) -> int:
     """Open a manual report for the latest run of `task_id`, to act on at once; its id."""
     settings = settings or BackfillSettings()
-    if strategy not in ("linear", "bisect"):
-        raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
+    if strategy not in STRATEGIES:
+        known = ", ".join(sorted(STRATEGIES))
+        raise InputError(f"unknown backfill strategy {strategy!r}; known: {known}")
     found = conn.execute(
         sa.select(job.c.id, job.c.push_id, job_type.c.name.label("label"))
         .join(job_type, job_type.c.id == job.c.job_type_id)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sheriff.errors import ConfigError
 
-STRATEGIES = ("linear", "bisect")
+STRATEGIES = ("linear", "bisect", "flake-aware")
 
 
 def known_strategy(name: str) -> str:

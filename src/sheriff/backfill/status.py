@@ -10,6 +10,11 @@ from sheriff.backfill.evidence import window_evidence
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
+# The actions whose tasks are backfill runs: Gecko's `backfill` creates them through
+# `backfill-task`, which tags them only when it passes test_manifests (ingest names the
+# untagged ones from their parent action task).
+BACKFILL_ACTIONS = (BACKFILL_TAG, "backfill")
+
 RECORD_FIELDS = (
     "id",
     "job_id",
@@ -162,32 +167,98 @@ def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
 
 def culprit_metrics(
     conn: sa.Connection, regressions: list[dict[str, Any]], in_scope: int | None = None
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """The `culprits` figures of the sim metrics, against the simulator's true regressions.
 
-    A regression is found when a report about one of its tests named a culprit, and correct
-    when the first such report named its true culprit revision (`culprit_revision`); the
-    backfill runs are the tasks backfill actions created that sheriff has seen. `in_scope`
-    (default: all) counts the regressions that failed at least one run sheriff was
-    configured to triage: one that shows only on other queues cannot have a culprit named.
+    Every report that names a push counts: a regression is `found` when a report about one
+    of its tests named a push, and `correct` only when every such report named its true
+    culprit revision (one wrong report makes it wrong, however many right ones it also
+    has). `reports_named` / `reports_correct` count the reports themselves; `wrong` lists
+    each wrong one by name, and `false_culprits` the reports that named a push for tests
+    no regression broke (a range of flakes alone). `backfill_runs` counts the test runs
+    backfills created that sheriff has seen (job rows of test kind), never the action
+    tasks. `in_scope` (default: all) counts the regressions that failed at least one run
+    sheriff was configured to triage: one that shows only on other queues cannot have a
+    culprit named.
     """
     named = named_culprits(conn)
     found = correct = 0
-    for regression in regressions:
-        mine = [n for n in named if set(n["tests"]) & set(regression["tests"])]
-        if mine:
-            found += 1
-            correct += mine[0]["culprit_revision"] == regression["culprit_revision"]
+    reports_named = reports_correct = 0
+    wrong: list[dict[str, Any]] = []
+    claimed: set[int] = set()
+    for index, regression in enumerate(regressions):
+        mine = [n for n in named if _about(n, regression)]
+        claimed.update(n["report"] for n in mine)
+        if not mine:
+            continue
+        found += 1
+        right = [n for n in mine if n["culprit_revision"] == regression["culprit_revision"]]
+        correct += len(right) == len(mine)
+        reports_named += len(mine)
+        reports_correct += len(right)
+        wrong.extend(
+            {
+                "regression": regression.get("index", index),
+                "report": n["report"],
+                "label": n["label"],
+                "tests": n["tests"],
+                "named": n["culprit_revision"],
+                "true": regression["culprit_revision"],
+            }
+            for n in mine
+            if n["culprit_revision"] != regression["culprit_revision"]
+        )
+    # Reports about tests no regression broke: their range holds no true culprit.
+    every = conn.execute(
+        sa.select(backfill_report.c.tests, push.c.revision).join(
+            push, push.c.id == backfill_report.c.push_id
+        )
+    ).all()
+    without_culprit = sum(
+        1
+        for r in every
+        if not any(_about({"tests": r.tests or [], "revision": r.revision}, g) for g in regressions)
+    )
+    false_culprits = [
+        {
+            "report": n["report"],
+            "label": n["label"],
+            "tests": n["tests"],
+            "named": n["culprit_revision"],
+        }
+        for n in named
+        if n["report"] not in claimed
+    ]
     runs = conn.execute(
-        sa.select(sa.func.count(sa.distinct(job.c.task_id))).where(job.c.action == BACKFILL_TAG)
+        sa.select(sa.func.count())
+        .select_from(job)
+        .where(job.c.action.in_(BACKFILL_ACTIONS), job.c.job_kind == "test")
     ).scalar_one()
     return {
         "regressions": len(regressions),
         "in_scope": len(regressions) if in_scope is None else in_scope,
         "found": found,
         "correct": correct,
+        "reports_named": reports_named,
+        "reports_correct": reports_correct,
         "backfill_runs": runs,
+        "wrong": wrong,
+        "reports": len(every),
+        "reports_without_true_culprit": without_culprit,
+        "false_culprits": false_culprits,
     }
+
+
+def _about(report: dict[str, Any], regression: dict[str, Any]) -> bool:
+    """Whether a report is about a true regression: it names one of its tests, or, for a
+    regression whose line names no test (`failure: crash | timeout`), it was opened on a
+    push where that regression failed runs and names no test path either."""
+    if set(report["tests"]) & set(regression["tests"]):
+        return True
+    if regression.get("failure") not in ("crash", "timeout"):
+        return False
+    pushes = regression.get("failed_on") or []
+    return report["revision"] in pushes and not any("/" in t for t in report["tests"])
 
 
 def pushes_to_watch(conn: sa.Connection) -> list[dict[str, Any]]:

@@ -117,7 +117,7 @@ def request(
         show_default=False,
     ),
     strategy: str = typer.Option(
-        None, "--strategy", help="linear or bisect (default: setting, bisect)."
+        None, "--strategy", help="linear, bisect or flake-aware (default: setting, bisect)."
     ),
     live: bool = typer.Option(False, "--live", help=LIVE_HELP),
     now_: str = typer.Option(None, "--now", help=NOW_HELP),
@@ -129,6 +129,7 @@ def request(
     """
     from sheriff.backfill import advance_record, request_backfill
     from sheriff.backfill.engine import BackfillSummary
+    from sheriff.backfill.settings import STRATEGIES
     from sheriff.errors import InputError
     from sheriff.store.schema import backfill_record, job
     from sheriff.store.schema.base import is_slugid
@@ -142,8 +143,9 @@ def request(
     strategy = strategy or settings.strategy
     same_manifests = settings.same_manifests if same_manifests is None else same_manifests
     depth = depth or settings.depth
-    if strategy not in ("linear", "bisect"):
-        raise InputError(f"unknown backfill strategy {strategy!r}; known: bisect, linear")
+    if strategy not in STRATEGIES:
+        known = ", ".join(sorted(STRATEGIES))
+        raise InputError(f"unknown backfill strategy {strategy!r}; known: {known}")
     import sqlalchemy as sa
 
     engine = _engine()

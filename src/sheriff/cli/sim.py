@@ -93,3 +93,19 @@ def _admin(url: str, method: str, path: str) -> dict:
         return answer.json()
     except (httpx.HTTPError, ValueError) as exc:
         raise ServiceError(f"simulator at {url}: {exc}") from None
+
+
+@sim_app.command("worlds")
+def worlds(
+    count: int = typer.Option(..., "--count", min=1, help="How many worlds to draw."),
+    seed: int = typer.Option(..., "--seed", help="The family's seed: same seed, same worlds."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the scenario files to."),
+) -> None:
+    """Draw COUNT scenario files from the family's priors (sheriff/sim/family.py) into OUT."""
+    from sheriff.errors import InputError
+    from sheriff.sim.family import write_family
+
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: not a folder")
+    for path in write_family(seed, count, out):
+        typer.echo(str(path))

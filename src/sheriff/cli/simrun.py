@@ -15,7 +15,9 @@ def run(
     scenario: Path = typer.Option(..., "--scenario", help="Scenario file (YAML or JSON)."),
     policy: str = typer.Option(None, "--policy", help="Verdict policy (default: setting)."),
     backfill: str = typer.Option(
-        None, "--backfill", help="Backfill strategy: linear|bisect|off (default: setting)."
+        None,
+        "--backfill",
+        help="Backfill strategy: linear|bisect|flake-aware|off (default: setting).",
     ),
     json_out: Path = typer.Option(None, "--json", help="Also write the metrics to this file."),
     database: str = typer.Option(

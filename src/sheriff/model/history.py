@@ -231,8 +231,17 @@ class Priors:
         n: int,
         earlier: Sequence[EarlierRuns] = (),
     ) -> float:
-        """P(regression | history facts, earlier runs, k of n retriggers reproduced)."""
-        return _sigmoid(self.prior_log_odds(features) + self.retrigger_log_lr(k, n, earlier))
+        """P(regression | history facts, earlier runs, k of n retriggers reproduced).
+
+        Monotone in reproductions by construction: with the rates fitted from past cases a
+        flake's predicted repeat rate can exceed a regression's (a world of high-rate flakes
+        and rare intermittent regressions), and then one more reproduction would lower P,
+        which no sheriff could follow. So P(k, n) is the highest the model gives to the same
+        runs with some of the reproductions taken away: a reproduction never lowers it.
+        """
+        prior = self.prior_log_odds(features)
+        best = max(self.retrigger_log_lr(k - j, n - j, earlier) for j in range(0, min(k, n) + 1))
+        return _sigmoid(prior + best)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -266,11 +275,23 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     """Fit the priors from earlier decided cases, labelled by their verdicts (by their
     P(regression) where the verdict is not known)."""
     cases = [c for c in past if 0.0 <= c.p <= 1.0 and 0 <= c.k <= c.n]
-    reg = sum(_verdict(c) for c in cases)
-    base = (reg + _DEFAULT_BASE[0]) / (len(cases) + sum(_DEFAULT_BASE))
-    flake = _fit_rate([(1.0 - _verdict(c), c.k, c.n) for c in cases], _DEFAULT_FLAKE, _FLAKE_SPREAD)
+    # A verdict its own retriggers contradict is the model's opinion, not evidence: fitted
+    # from such verdicts, the rates confirm themselves (a world where it called 4-of-5
+    # cases intermittent taught it that flakes repeat often and regressions are rare,
+    # and it called more of them intermittent). Those count half for the base rate and
+    # not at all for the repeat rates. (A past case without a known verdict is weighed
+    # by its P, as before.)
+    # A verdict given on history alone (fewer than two retriggers) teaches nothing either:
+    # it is what the fit already believed.
+    agreed = [c for c in cases if c.regression is None or (c.n >= 2 and not contested(c))]
+    disputed = sum(1 for c in cases if c.regression is not None and contested(c))
+    reg = sum(_verdict(c) for c in agreed) + 0.5 * disputed
+    base = (reg + _DEFAULT_BASE[0]) / (len(agreed) + disputed + sum(_DEFAULT_BASE))
+    flake = _fit_rate(
+        [(1.0 - _verdict(c), c.k, c.n) for c in agreed], _DEFAULT_FLAKE, _FLAKE_SPREAD
+    )
     regression = _fit_rate(
-        [(_verdict(c), c.k, c.n) for c in cases], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
+        [(_verdict(c), c.k, c.n) for c in agreed], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
     )
     lrs: dict[str, tuple[float, float]] = {}
     for name in FEATURES:
@@ -286,6 +307,22 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     return Priors(
         base_rate=base, flake=flake, regression=regression, feature_log_lr=lrs, cases=len(cases)
     )
+
+
+# A regression verdict with none of at least this many retriggers reproduced, or an
+# intermittent one with nearly all reproduced (`mostly_reproduced`), goes against what
+# the retriggers say. (Two or three of five is what a flaky test failing often does: those
+# verdicts teach the flake rate.)
+_CONTESTED_REPRODUCTIONS = 2
+
+
+def contested(case: PastCase) -> bool:
+    """Whether the case's verdict goes against its own retriggers (see `fit_priors`)."""
+    if case.regression is None:
+        return False
+    if case.regression:
+        return case.k == 0 and case.n >= _CONTESTED_REPRODUCTIONS
+    return mostly_reproduced(case.k, case.n)
 
 
 def _verdict(case: PastCase) -> float:
@@ -444,10 +481,16 @@ class HistoryPolicy:
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
             regression = p >= self.at_cap and (confirmed or shown_before)
-            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
             if p >= self.at_cap and not regression:
                 bound += ", but not reproduced and never shown on an earlier push"
+            if not regression and mostly_reproduced(k, n):
+                # A failure that nearly every retrigger reproduces is a regression unless
+                # the test already failed like that before this push (a flaky test that
+                # fails often): the model alone must not wave it through.
+                regression, said = _repeats_its_past(k, n, history.earlier)
+                bound += f"; {said}"
+            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
                 f"{why}; all {evidence.runs_wanted} runs used, {bound}",
@@ -576,6 +619,43 @@ class HistoryPolicy:
             p_regression=None if p is None else round(p, 4),
             details=details,
         )
+
+
+# A retrigger tally this high (>= 4 of 5) is called intermittent only when the test failed
+# at a comparable rate before the suspect push: at least this share of the retriggers'
+# rate, over at least `_PAST_RUNS` earlier runs.
+MOSTLY = 0.8
+_COMPARABLE = 0.25
+_PAST_RUNS = 3
+
+
+def mostly_reproduced(k: int, n: int) -> bool:
+    """Whether k of n retriggers is "4 or more of 5" (at least 4, and at least 80 %)."""
+    return k >= 4 and k >= MOSTLY * n
+
+
+def failed_before(earlier: Sequence[EarlierRuns]) -> tuple[int, int]:
+    """(runs that showed the line, runs) of the test on pushes before the case's, on any
+    configuration."""
+    past = [e for e in earlier if e.ago >= 1]
+    shown = sum(e.shown + e.other_shown for e in past)
+    return shown, sum(e.runs + e.other_runs for e in past)
+
+
+def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:
+    """(regression?, why in words) for a case whose retriggers mostly reproduced."""
+    shown, runs = failed_before(earlier)
+    tally = f"{k} of {n} retriggers reproduced the failure"
+    if runs >= _PAST_RUNS and shown / runs >= _COMPARABLE * k / n:
+        return False, (
+            f"{tally}, but the test failed at a comparable rate before this push "
+            f"({shown} of {_plural(runs, 'earlier run')} showed the line): intermittent"
+        )
+    before = f"{shown} of {_plural(runs, 'earlier run')}" if runs else "no earlier run"
+    return True, (
+        f"{tally} and the test did not fail at a comparable rate before this push "
+        f"({before} showed the line): a regression"
+    )
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:

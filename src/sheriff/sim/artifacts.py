@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sheriff.sim import draws
-from sheriff.sim.catalog import render_message
-from sheriff.sim.entities import INFRA_NO_SUMMARY, Failure, Run, Task
+from sheriff.sim.catalog import FailureMode, render_message
+from sheriff.sim.entities import INFRA_NO_SUMMARY, INFRA_STORM, Failure, Run, Task
 from sheriff.sim.world import World
 
 LIVE_LOG = "public/logs/live_backing.log"
@@ -54,7 +55,7 @@ def artifacts(world: World, task: Task, run: Run) -> list[Artifact]:
             Artifact("public/parameters.yml", "text/yaml"),
             Artifact("public/tests-by-manifest.json.gz", "application/gzip"),
         ]
-    elif task.kind == "test" and run.outcome.infra is None:
+    elif task.kind == "test" and run.outcome.infra in (None, INFRA_STORM):
         found.append(Artifact(errorsummary_name(world, task), "text/plain; charset=utf-8"))
     elif task.kind == "test" and _error_artifact(world, task, run):
         # The worker recorded the missing file as an `error` artifact (half the time).
@@ -104,7 +105,7 @@ def failure_lines(world: World, task: Task, run: Run) -> list[FailureLine]:
 
 
 def _message(world: World, task: Task, run: Run, failure: Failure) -> str:
-    mode = world.catalog.failure_mode(failure.test)
+    mode = world.catalog.failure_of(failure.test, failure.regression)
     return render_message(mode, world.seed, task.task_id, run.run_id, failure.test)
 
 
@@ -136,7 +137,10 @@ def _log(world: World, task: Task, run: Run) -> tuple[list[str], list[FailureLin
         for manifest in task.manifests:
             emit("INFO", f"TEST-START | {manifest}")
         for failure in run.outcome.failures:
-            mode = world.catalog.failure_mode(failure.test)
+            mode = world.catalog.failure_of(failure.test, failure.regression)
+            if mode.anonymous:
+                errors.append(_anonymous_line(world, task, run, mode, emit))
+                continue
             text = f"TEST-UNEXPECTED-{mode.status} | {failure.test} | "
             text += _message(world, task, run, failure)
             errors.append(FailureLine(emit("INFO", text), text, failure.test))
@@ -154,6 +158,21 @@ def _log(world: World, task: Task, run: Run) -> tuple[list[str], list[FailureLin
     return lines, errors
 
 
+def _anonymous_line(
+    world: World, task: Task, run: Run, mode: FailureMode, emit: Callable[[str, str], int]
+) -> FailureLine:
+    """A crash between tests or a harness timeout: the line names no test (mozlog's tbpl
+    formatter puts the process id where the test would be)."""
+    if mode.crash_signature:
+        offset = draws.rng(world.seed, "crash-offset", task.task_id, run.run_id).getrandbits(20)
+        pid = 1000 + int(draws.unit(world.seed, "pid", task.task_id, run.run_id) * 60000)
+        text = f"PROCESS-CRASH | application crashed [@ {mode.crash_signature} + 0x{offset:x}]"
+        text += f" | pid: {pid}"
+        return FailureLine(emit("WARNING", text), text, None)
+    text = f"TEST-UNEXPECTED-{mode.status} | Last test finished | {mode.template}"
+    return FailureLine(emit("ERROR", text), text, None)
+
+
 def live_log(world: World, task: Task, run: Run) -> str:
     return "\n".join(_log(world, task, run)[0]) + "\n"
 
@@ -168,11 +187,16 @@ def errorsummary(world: World, task: Task, run: Run) -> str:
     failed_groups: set[str] = set()
     line = 10
     test_manifest = world.catalog.test_manifest
+    if run.outcome.infra is not None:  # a storm: every group ended ERROR, no test named
+        failed_groups.update(task.manifests)
     for failure in run.outcome.failures:
-        mode = world.catalog.failure_mode(failure.test)
+        mode = world.catalog.failure_of(failure.test, failure.regression)
         group = test_manifest[failure.test]
         failed_groups.add(group)
         line += rng.randrange(20, 400)
+        if mode.anonymous:
+            records.append(_anonymous_record(world, task, run, mode, group, line))
+            continue
         records.append(
             {
                 "action": "test_result",
@@ -213,6 +237,24 @@ def errorsummary(world: World, task: Task, run: Run) -> str:
             }
         )
     return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def _anonymous_record(
+    world: World, task: Task, run: Run, mode: FailureMode, group: str, line: int
+) -> dict[str, Any]:
+    """The errorsummary record of a line that names no test: mozlog's `crash` without a
+    test, or the harness's `log` at ERROR for a timeout."""
+    if mode.crash_signature:
+        return {
+            "action": "crash",
+            "test": None,
+            "signature": mode.crash_signature,
+            "minidump_path": f"/tmp/{draws.slug(world.seed, 'dump', task.task_id, run.run_id)}.dmp",
+            "group": group,
+            "line": line,
+        }
+    message = f"TEST-UNEXPECTED-{mode.status} | Last test finished | {mode.template}"
+    return {"action": "log", "level": "ERROR", "message": message, "line": line}
 
 
 def gz_json(value: Any) -> bytes:

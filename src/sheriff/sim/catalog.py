@@ -113,6 +113,8 @@ class FailureMode:
     status: str
     template: str
     crash_signature: str | None
+    # True: the line names no test (a crash between tests, a harness timeout).
+    anonymous: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,7 @@ class Catalog:
                     self.known_bug[test] = 1_700_000 + int(draws.unit(self.seed, "bug", test) * 2e5)
         self.flaky_tests = frozenset(t for pairs in self.flaky.values() for t, _ in pairs)
         self._modes: dict[str, FailureMode] = {}
+        self.regression_failure = [r.failure for r in scenario.regressions]
         self.regressed: list[dict[str, list[str]]] = []
         every_test = sorted(self.test_manifest)
         for i, regression in enumerate(scenario.regressions):
@@ -174,6 +177,34 @@ class Catalog:
         mode = self._modes.get(test)
         if mode is None:
             mode = self._modes[test] = _draw_mode(self.seed, test)
+        return mode
+
+    def failure_of(self, test: str, regression: int | None) -> FailureMode:
+        """How `test` fails in a run: its own mode, unless a regression that changes the
+        line (`failure: new | crash | timeout`) broke it."""
+        kind = "same" if regression is None else self.regression_failure[regression]
+        if kind == "same":
+            return self.failure_mode(test)
+        key = f"{test}#regression-{regression}"
+        mode = self._modes.get(key)
+        if mode is not None:
+            return mode
+        if kind == "crash":
+            rng = draws.rng(self.seed, "regression-crash", regression)
+            signature = f"mozilla::{rng.choice(_CLASSES)}::{rng.choice(_FUNCS)}"
+            mode = FailureMode("CRASH", f"application crashed [@ {signature}]", signature, True)
+        elif kind == "timeout":
+            mode = FailureMode(
+                "TIMEOUT", "application timed out after 370 seconds with no output", None, True
+            )
+        else:
+            own = self.failure_mode(test)
+            mode = own
+            for attempt in range(20):  # another line than the test's own
+                mode = _draw_mode(self.seed, f"{key}#{attempt}")
+                if mode.template != own.template and not mode.crash_signature:
+                    break
+        self._modes[key] = mode
         return mode
 
 

@@ -7,6 +7,9 @@ from typing import Any
 
 INFRA_EXCEPTION = "exception"  # the run resolves `exception` and Taskcluster retries it
 INFRA_NO_SUMMARY = "no-summary"  # the run fails without an errorsummary artifact
+# A storm on the run's worker pool (`storms:`): the run fails with an `Automation Error`
+# line and an errorsummary whose groups all ended ERROR, without a test_result.
+INFRA_STORM = "storm"
 
 
 @dataclass(frozen=True, slots=True)

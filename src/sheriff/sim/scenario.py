@@ -79,6 +79,10 @@ class Regression(_Strict):
     platforms: Literal["all"] | list[str] = "all"
     fail_rate: float = Field(1.0, gt=0, le=1)
     fixed_at: int | None = None
+    # How a regressed test fails: `same` (its own failure mode, the line a flaky test
+    # already shows), `new` (another line of the same test), or `crash` / `timeout`: the
+    # harness reports an application crash or a hang with no test name in the line.
+    failure: Literal["same", "new", "crash", "timeout"] = "same"
 
     @field_validator("tests")
     @classmethod
@@ -88,6 +92,18 @@ class Regression(_Strict):
         if isinstance(value, list) and not value:
             raise ValueError("tests must name at least one test path")
         return value
+
+
+class Storm(_Strict):
+    """A worker pool failing many runs at once for a while (an infrastructure storm)."""
+
+    start_minutes: float = Field(ge=0)  # after the scenario's start
+    minutes: float = Field(gt=0)
+    task_queue_id: str = Field(pattern=r"^[^/]+/[^/]+$")  # the pool that fails
+    failure_rate: float = Field(0.5, gt=0, le=1)  # share of its runs scheduled meanwhile
+    # True: the harness still writes an errorsummary (groups ERROR, no test_result) and
+    # the log an `Automation Error` line; False: the run fails without an errorsummary.
+    errorsummary: bool = False
 
 
 class TreeherderDelays(_Strict):
@@ -195,6 +211,7 @@ class Scenario(_Strict):
     classified_fraction: float = Field(0.0, ge=0, le=1)
     regressions: list[Regression] = []
     treeherder: TreeherderDelays = TreeherderDelays()
+    storms: list[Storm] = []
     faults: Faults = Faults()
 
     @field_validator("start")
@@ -214,6 +231,11 @@ class Scenario(_Strict):
                 unknown = sorted(set(regression.platforms) - names)
                 if unknown:
                     raise ValueError(f"regressions.{i}.platforms: unknown platform {unknown[0]}")
+        queues = {p.task_queue_id for p in self.platforms}
+        for i, storm in enumerate(self.storms):
+            if storm.task_queue_id not in queues:
+                queue = storm.task_queue_id
+                raise ValueError(f"storms.{i}.task_queue_id: no platform runs on {queue}")
         labels = [(p.platform, p.collection) for p in self.platforms]
         if len(set(labels)) != len(labels):
             raise ValueError("platforms: a platform and collection appear twice")

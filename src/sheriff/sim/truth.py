@@ -57,6 +57,20 @@ def ground_truth(world: World) -> dict[str, Any]:
                 "tests": sorted(t for ts in world.catalog.regressed[i].values() for t in ts),
                 "platforms": regression.platforms,
                 "fail_rate": regression.fail_rate,
+                "failure": regression.failure,
+                # Regressed tests that were flaky before it (a flaky test got worse).
+                "flaky_tests": sorted(
+                    t
+                    for ts in world.catalog.regressed[i].values()
+                    for t in ts
+                    if t in world.catalog.flaky_tests
+                ),
             }
         )
-    return {"scenario": world.scenario.name, "cases": cases, "regressions": regressions}
+    storms = [storm.model_dump() for storm in world.scenario.storms]
+    return {
+        "scenario": world.scenario.name,
+        "cases": cases,
+        "regressions": regressions,
+        "storms": storms,
+    }

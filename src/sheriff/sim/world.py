@@ -20,6 +20,7 @@ from sheriff.sim.catalog import Catalog
 from sheriff.sim.entities import (
     INFRA_EXCEPTION,
     INFRA_NO_SUMMARY,
+    INFRA_STORM,
     Failure,
     Job,
     LabelSpec,
@@ -378,6 +379,10 @@ class World:
         u_duration, u_wait, u_infra, u_kind, u_cut = draws.units(seed, 5, "run", *keys)
         duration = low + u_duration * (high - low)
         wait = 0.5 + u_wait * 4.5
+        storm = self._storm(task, keys)
+        if storm is not None:
+            kind = INFRA_STORM if storm.errorsummary else INFRA_NO_SUMMARY
+            return Outcome("failed", duration * u_cut, wait, infra=kind)
         if u_infra < self.scenario.infra_failure_rate:
             kind = INFRA_EXCEPTION if u_kind < 0.5 else INFRA_NO_SUMMARY
             state = "exception" if kind == INFRA_EXCEPTION else "failed"
@@ -401,6 +406,19 @@ class World:
                     failures[test] = Failure(test, r)
         state = "failed" if failures else "completed"
         return Outcome(state, duration, wait, failures=tuple(failures[t] for t in sorted(failures)))
+
+    def _storm(self, task: Task, keys: tuple[object, ...]) -> Any:
+        """The storm that fails this run, if its pool is in one when the run is scheduled."""
+        if not self.scenario.storms or task.spec is None:
+            return None
+        queue = self.scenario.platforms[task.spec.platform].task_queue_id
+        for i, storm in enumerate(self.scenario.storms):
+            begin = storm.start_minutes
+            if storm.task_queue_id != queue or not begin <= self.minutes < begin + storm.minutes:
+                continue
+            if draws.unit(self.seed, "storm", i, *keys) < storm.failure_rate:
+                return storm
+        return None
 
     def _candidates(
         self, manifests: tuple[str, ...]

@@ -423,7 +423,7 @@ def measure(
         in_scope = None
         if queue_prefixes is not None:
             in_scope = len(regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes)))
-        culprits = culprit_metrics(conn, truth.get("regressions", []), in_scope)
+        culprits = culprit_metrics(conn, _with_pushes(truth), in_scope)
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
@@ -499,6 +499,20 @@ def measure(
     }
 
 
+def _with_pushes(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The true regressions, each with the revisions where it failed an original run
+    (`failed_on`): a report about a line that names no test is matched by those."""
+    failed_on: dict[int, set[str]] = {}
+    for case in truth["cases"].values():
+        for failure in case["failures"]:
+            if failure["regression"] is not None:
+                failed_on.setdefault(failure["regression"], set()).add(case["push"])
+    return [
+        {**r, "failed_on": sorted(failed_on.get(r.get("index", i), ()))}
+        for i, r in enumerate(truth.get("regressions", []))
+    ]
+
+
 def regressions_in_scope(
     conn: sa.Connection, cases: dict[str, Any], queue_prefixes: tuple[str, ...]
 ) -> set[int]:
@@ -529,7 +543,28 @@ def calibration(scored: list[tuple[float, bool]]) -> dict[str, Any]:
         "scored": len(scored),
         "high": {"cases": len(high), "regression_share": _share(high)},
         "low": {"cases": len(low), "regression_share": _share(low)},
+        "bins": reliability_bins(scored),
     }
+
+
+def reliability_bins(scored: list[tuple[float, bool]], count: int = 10) -> list[list[float]]:
+    """Per bin of P(regression) (width 1/count): [cases, sum of P, true regressions], so
+    that plays can be pooled before the expected calibration error is taken."""
+    bins = [[0, 0.0, 0] for _ in range(count)]
+    for p, truth in scored:
+        b = bins[min(count - 1, int(p * count))]
+        b[0] += 1
+        b[1] = round(b[1] + p, 6)
+        b[2] += int(truth)
+    return bins
+
+
+def expected_calibration_error(bins: list[list[float]]) -> float:
+    """ECE over pooled reliability bins: sum over bins of |mean P - share true| * share of cases."""
+    total = sum(b[0] for b in bins)
+    if not total:
+        return 0.0
+    return sum(abs(b[1] / b[0] - b[2] / b[0]) * b[0] / total for b in bins if b[0])
 
 
 def _share(truths: list[bool]) -> float | None:

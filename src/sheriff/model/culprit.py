@@ -1,0 +1,177 @@
+"""Flake-aware culprit search, pure: which push broke the test, from noisy runs per push.
+
+A backfill window holds pushes oldest first, the last the one where the regression was
+seen. Each push has runs that reproduced the failure and runs that did not. Under the
+hypothesis "push c is the culprit", pushes before c fail only through a flake of the
+test (rate b ~ Beta, small) and pushes from c on at the regression's rate q ~ Beta(1, 1)
+(the retriggers on the regression's own push are runs like any other); under "no
+culprit" every push fails at one rate, that of a test known to fail (the failure seen
+was a flake too). The rates are integrated out (beta-binomial over the pooled runs), so
+two clean runs of a 50 % regression are evidence, not a verdict.
+
+The search names push c once P(c) >= `confidence`, c reproduced at least twice and its
+parent never did (else it runs the parent again: its failures were flakes, or the
+regression was unlucky there); says
+"no culprit found" once P(no culprit) >= `confidence` or its budget of runs is spent;
+asks to look further back when the mass sits on the oldest push; and otherwise runs the
+push that splits the remaining mass in two (the way flake-aware culprit finding does),
+with enough runs that a clean round would be telling.
+
+    >>> search = CulpritSearch(fail_rate=1.0)
+    >>> runs = [(0, 1), (0, 2), (1, 0), (2, 0)]  # (reproduced, clean) per push
+    >>> search.posterior(runs).culprit[2] > 0.8
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sheriff.model.backfill import MAX_RUNS_PER_PUSH
+
+# A test's chance to fail through a flake, before the culprit: Beta(a, b), mean ~3 %.
+FLAKE_PRIOR = (0.5, 15.0)
+# Prior weight of "the window holds no culprit" (the failure seen was a flake), and the
+# rate of that flake: a test that just failed, so anything up to often (mean 20 %).
+NONE_PRIOR = 0.1
+NONE_FLAKE_PRIOR = (0.5, 2.0)
+# The regression's failure rate: Beta(1, 1), anything from rare to always.
+REGRESSION_PRIOR = (1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """P(culprit = push i) per window index, and P(no culprit in the window)."""
+
+    culprit: tuple[float, ...]
+    none: float
+
+    def best(self) -> tuple[int, float]:
+        index = max(range(len(self.culprit)), key=lambda i: self.culprit[i])
+        return index, self.culprit[index]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the search needs next: exactly one field is set."""
+
+    culprit: int | None = None  # window index of the culprit
+    no_culprit: bool = False
+    extend: bool = False  # the mass sits on the oldest push: look further back
+    test: int | None = None  # window index to run
+    times: int = 0
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class CulpritSearch:
+    """The search's model and thresholds; `fail_rate` is the regression's estimated rate."""
+
+    fail_rate: float
+    confidence: float = 0.97
+    none_prior: float = NONE_PRIOR
+    # Runs one search may ask for in all: an intermittent regression failing one run in
+    # ten cannot be placed for less than dozens, and then "no culprit found" is the answer.
+    budget: int = 24
+    # Reproductions the named push needs: a single one may be a flake of the test on the
+    # push before the culprit, which the model alone would take for the culprit.
+    confirmations: int = 2
+
+    def posterior(self, runs: Sequence[tuple[int, int]]) -> Posterior:
+        """P(culprit = i) given (reproduced, clean) runs per push, oldest first."""
+        count = len(runs)
+        # Flat over the regression's rate: the retriggers on the regression's own push are
+        # in `runs`, so they inform it as any other runs do; a point estimate from them
+        # made the model overconfident when five retriggers happened to be lucky.
+        reg = REGRESSION_PRIOR
+        # Pooled counts before and from each change point.
+        logs = []
+        for c in range(count):
+            before = _pool(runs[:c])
+            after = _pool(runs[c:])
+            logs.append(_beta_binomial(*before, FLAKE_PRIOR) + _beta_binomial(*after, reg))
+        everything = _pool(runs)
+        none = _beta_binomial(*everything, NONE_FLAKE_PRIOR)
+        # Uniform over the culprit's push, with `none_prior` on "no culprit".
+        weights = [math.log((1 - self.none_prior) / count) + v for v in logs]
+        weights.append(math.log(self.none_prior) + none)
+        top = max(weights)
+        exp = [math.exp(w - top) for w in weights]
+        total = sum(exp)
+        return Posterior(tuple(e / total for e in exp[:-1]), exp[-1] / total)
+
+    def runs_for_a_round(self) -> int:
+        """Runs on one push so that a clean round would be telling: P(all clean | broken)
+        below a third, at most Gecko's eight."""
+        q = min(max(self.fail_rate, 0.05), 0.99)
+        return max(1, min(MAX_RUNS_PER_PUSH, math.ceil(math.log(1 / 3) / math.log(1 - q))))
+
+    def next_step(
+        self,
+        runs: Sequence[tuple[int, int]],
+        *,
+        untestable: frozenset[int] = frozenset(),
+        waiting: frozenset[int] = frozenset(),
+        spent: Sequence[int] = (),
+        max_runs_per_push: int = MAX_RUNS_PER_PUSH * 2,
+    ) -> Step:
+        """The next step given the runs so far; `spent` counts runs already asked per push."""
+        post = self.posterior(runs)
+        best, p = post.best()
+        if post.none >= self.confidence:
+            return Step(no_culprit=True, why=f"P(no culprit) = {post.none:.3f}: flakes alone")
+        if waiting:
+            return Step(why="waiting for runs")
+        used = sum(spent)
+        if p >= self.confidence:
+            if best == 0:
+                return Step(extend=True, why=f"P(oldest push) = {p:.3f}: look further back")
+            parent = best - 1
+            if runs[parent][0] and parent not in untestable and used < self.budget:
+                # The push before it reproduced too: naming this one says those were
+                # flakes, which only more runs there can tell from an unlucky regression.
+                return Step(
+                    test=parent,
+                    times=self.runs_for_a_round(),
+                    why=f"P(culprit) = {p:.3f}, but its parent reproduced: running it again",
+                )
+            if runs[parent][0]:
+                return Step(no_culprit=True, why=f"P(best) = {p:.3f}, but its parent reproduced")
+            if runs[best][0] >= self.confirmations or best == len(runs) - 1:
+                return Step(culprit=best, why=f"P(culprit) = {p:.3f}")
+            if best not in untestable and used < self.budget:
+                return Step(test=best, times=1, why=f"P(culprit) = {p:.3f}; confirming it")
+        if used >= self.budget:
+            return Step(
+                no_culprit=True, why=f"{used} runs spent and P(best) = {p:.3f} only: no culprit"
+            )
+        # The push that splits the mass in two: testing it says on which side the culprit is.
+        candidates = [
+            i
+            for i in range(len(runs) - 1)
+            if i not in untestable and (not spent or spent[i] < max_runs_per_push)
+        ]
+        if not candidates:
+            if post.culprit[0] >= max(post.culprit[1:], default=0.0):
+                return Step(extend=True, why="no push left to run; the oldest is likeliest")
+            return Step(no_culprit=True, why=f"no push left to run; P(best) = {p:.3f}")
+        # P(c <= j) per push: testing push j tells "c <= j" (it reproduces) from "c > j".
+        half = 0.5 * (1 - post.none)
+        below = [sum(post.culprit[: j + 1]) for j in range(len(runs))]
+        target = min(candidates, key=lambda j: (abs(below[j] - half), -j))
+        return Step(test=target, times=self.runs_for_a_round(), why=f"P(best) = {p:.3f}")
+
+
+def _pool(runs: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    return sum(r for r, _ in runs), sum(r + c for r, c in runs)
+
+
+def _beta_binomial(hits: int, total: int, prior: tuple[float, float]) -> float:
+    a, b = prior
+    return _log_beta(a + hits, b + total - hits) - _log_beta(a, b)
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)

@@ -1,0 +1,118 @@
+"""The history policy's verdicts one by one: reproductions never lower P(regression), and a
+failure that nearly every retrigger reproduced is intermittent only on its past record."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sheriff.model.history import (
+    CaseHistory,
+    EarlierRuns,
+    Priors,
+    RateDistribution,
+    failed_before,
+    mostly_reproduced,
+)
+from sheriff.model.policy import DecisionKind, Verdict
+from tests.model.test_history import POLICY, A, case, done
+
+rates = st.builds(
+    RateDistribution,
+    st.floats(0.05, 30.0, allow_nan=False),
+    st.floats(0.05, 30.0, allow_nan=False),
+)
+priors = st.builds(
+    Priors,
+    base_rate=st.floats(0.001, 0.999),
+    flake=rates,
+    regression=rates,
+    feature_log_lr=st.just({"open_bug": (1.0, -0.5)}) | st.just({}),
+)
+earlier_runs = st.lists(
+    st.builds(
+        EarlierRuns,
+        ago=st.integers(0, 20),
+        runs=st.integers(0, 3),
+        shown=st.integers(0, 3),
+        other_runs=st.integers(0, 6),
+        other_shown=st.integers(0, 6),
+    ).filter(lambda e: e.shown <= e.runs and e.other_shown <= e.other_runs),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    priors=priors,
+    earlier=earlier_runs,
+    open_bug=st.booleans(),
+    n=st.integers(0, 8),
+    data=st.data(),
+)
+def test_a_reproduction_never_lowers_p_regression(
+    priors: Priors, earlier: list[EarlierRuns], open_bug: bool, n: int, data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(0, n))
+    features = {"open_bug": open_bug}
+    before = priors.posterior(features, k=k, n=n, earlier=earlier)
+    after = priors.posterior(features, k=k + 1, n=n + 1, earlier=earlier)
+    assert after >= before - 1e-12
+
+
+def test_fitted_rates_can_make_the_bare_model_fall_on_a_reproduction() -> None:
+    # Why P is taken monotone: flakes that repeat half the time, regressions that rarely
+    # do (what a world of mislabelled cases teaches the fit) make the bare likelihood
+    # ratio fall when a retrigger reproduces.
+    skewed = Priors(flake=RateDistribution(10.0, 10.0), regression=RateDistribution(0.4, 1.6))
+    assert skewed.retrigger_log_lr(1, 1) < skewed.retrigger_log_lr(0, 0)
+    assert skewed.posterior({}, k=1, n=1) >= skewed.posterior({}, k=0, n=0)
+
+
+def test_policy_p_rises_with_each_reproducing_retrigger() -> None:
+    flaky_fleet = CaseHistory(priors=Priors(base_rate=0.05, flake=RateDistribution(6.0, 14.0)))
+    seen = []
+    runs = []
+    for i in range(5):
+        runs.append(done(f"r{i}", A))
+        decision = POLICY.decide(case(*runs, history=flaky_fleet))
+        seen.append(decision.p_regression)
+    assert seen == sorted(seen)
+
+
+# A fleet whose fitted rates call 4 of 5 reproductions an intermittent on the model alone.
+FLAKY_FLEET = Priors(
+    base_rate=0.02, flake=RateDistribution(12.0, 8.0), regression=RateDistribution(0.6, 1.4)
+)
+FOUR_OF_FIVE = [done("r1", A), done("r2", A), done("r3", A), done("r4", A), done("r5")]
+
+
+def test_four_of_five_reproduced_without_a_past_record_is_a_regression() -> None:
+    assert mostly_reproduced(4, 5) and mostly_reproduced(5, 5) and not mostly_reproduced(3, 5)
+    assert FLAKY_FLEET.posterior({}, k=4, n=5) < POLICY.at_cap  # the model alone: intermittent
+    decision = POLICY.decide(case(*FOUR_OF_FIVE, history=CaseHistory(priors=FLAKY_FLEET)))
+    assert decision.kind is DecisionKind.VERDICT and decision.verdict is Verdict.REGRESSION
+    assert "4 of 5 retriggers reproduced the failure" in decision.reason
+    assert "did not fail at a comparable rate before this push" in decision.reason
+    assert "(no earlier run showed the line)" in decision.reason
+    # A clean past record makes it a regression on the model alone.
+    clean_past = CaseHistory(
+        priors=FLAKY_FLEET, earlier=tuple(EarlierRuns(ago=i, runs=1) for i in range(1, 11))
+    )
+    assert POLICY.decide(case(*FOUR_OF_FIVE, history=clean_past)).verdict is Verdict.REGRESSION
+
+
+def test_four_of_five_reproduced_is_intermittent_when_the_test_failed_as_often_before() -> None:
+    # The test failed on 6 of 10 earlier runs (here and on other configurations).
+    past = tuple(
+        EarlierRuns(ago=i, runs=1, shown=int(i % 2 == 0), other_runs=1, other_shown=int(i < 3))
+        for i in range(1, 6)
+    )
+    assert failed_before(past) == (4, 10)
+    history = CaseHistory(priors=FLAKY_FLEET, earlier=past)
+    p = FLAKY_FLEET.posterior({}, k=4, n=5, earlier=past)
+    decision = POLICY.decide(case(*FOUR_OF_FIVE, history=history))
+    assert p < POLICY.at_cap and decision.verdict is Verdict.INTERMITTENT
+    assert "failed at a comparable rate before this push (4 of 10 earlier runs" in decision.reason
+    # The stored evidence (the decision's reason) says so in words.
+    assert "intermittent" in decision.reason.rsplit(";", 1)[-1]
