@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -100,6 +100,8 @@ class PassSummary:
     backfill_requests: int = 0
     culprits: int = 0
     open_backfills: int = 0
+    # Cases whose retriggers a budget cut short (docs/service.md, "Budgets").
+    budget_limited: int = 0
     # Downloads that failed for one push and are asked again next pass (the pass went on).
     deferred: list[str] = field(default_factory=list)
 
@@ -145,6 +147,8 @@ class Triage:
         backfill: str | None = None,
     ) -> None:
         self.engine = engine
+        # The repository's `[repository.<name>]` overrides: its queues, tiers, policy, budgets.
+        settings = settings.for_repository(repo)
         self.settings = settings
         self.clients = clients
         self.treeherder = treeherder
@@ -167,6 +171,8 @@ class Triage:
         self._listings: dict[int, GroupListing] = {}
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
+        # Treeherder's push records asked for by revision (passes on given pushes).
+        self._th_pushes: dict[str, dict] = {}
 
     def run_pass(
         self,
@@ -175,13 +181,16 @@ class Triage:
         until: datetime,
         now: datetime | None = None,
         progress: Callable[[str], None] | None = None,
+        revisions: Collection[str] | None = None,
     ) -> PassSummary:
+        """One pass over the pushes of [since, until] and those with open cases; or, with
+        `revisions`, over those pushes alone (what a Pulse message names: the service)."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
         self._interned.clear()
         self._th_jobs = {}
-        pushes = self._discover(since, until)
+        pushes = self._discover(since, until, revisions)
         summary.pushes = len(pushes)
         to_list = self._to_list(pushes)
         # Listing is waiting on the network; storing is work on the database: the next
@@ -232,8 +241,12 @@ class Triage:
                     count_dry_runs=not self.live,
                     on_regression=self._open_report if self.backfill.enabled else None,
                     history_cache=history_cache,
+                    tiers=self.settings.tiers,
+                    retriggers_per_push=self.settings.retriggers_per_push,
+                    retriggers_per_day=self.settings.retriggers_per_repository_per_day,
                 )
             plans.append(plan)
+            summary.budget_limited += plan.budget_limited
             summary.decided.update(plan.decided)
             summary.retriggers_asked += sum(plan.retriggers.values())
         if self.backfill.enabled:
@@ -264,13 +277,19 @@ class Triage:
 
     # -- ingest ---------------------------------------------------------------------------
 
-    def _discover(self, since: datetime, until: datetime) -> dict[int, PushState]:
-        """Pushes in the window (from Treeherder) and every push with an open case."""
-        found = list(
-            self.treeherder.pushes(
-                self.repo, since=int(since.timestamp()), until=int(until.timestamp())
+    def _discover(
+        self, since: datetime, until: datetime, revisions: Collection[str] | None = None
+    ) -> dict[int, PushState]:
+        """Pushes in the window (from Treeherder) and every push with an open case; or the
+        pushes of `revisions` alone, those Treeherder knows."""
+        if revisions is not None:
+            found = self._pushes_of(revisions)
+        else:
+            found = list(
+                self.treeherder.pushes(
+                    self.repo, since=int(since.timestamp()), until=int(until.timestamp())
+                )
             )
-        )
         self._treeherder_push_ids.update({p["revision"]: int(p["id"]) for p in found})
         with self.engine.begin() as conn:
             interner = Interner(conn)
@@ -294,23 +313,55 @@ class Triage:
                 conn,
                 {by_revision[p["revision"]]: PushDetails.from_treeherder(p) for p in found},
             )
+            chosen = (
+                sa.or_(
+                    push.c.id.in_(list(ids.values())),
+                    push.c.id.in_(
+                        sa.select(triage_case.c.push_id).where(triage_case.c.state.in_(OPEN_STATES))
+                    ),
+                    push.c.id.in_(sorted(backfill_pushes(conn))),
+                )
+                if revisions is None
+                else push.c.id.in_(list(ids.values()))
+            )
             rows = conn.execute(
                 sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
                 .join(repository, repository.c.id == push.c.repository_id)
-                .where(
-                    repository.c.name == self.repo,
-                    sa.or_(
-                        push.c.id.in_(list(ids.values())),
-                        push.c.id.in_(
-                            sa.select(triage_case.c.push_id).where(
-                                triage_case.c.state.in_(OPEN_STATES)
-                            )
-                        ),
-                        push.c.id.in_(sorted(backfill_pushes(conn))),
-                    ),
-                )
+                .where(repository.c.name == self.repo, chosen)
             ).all()
         return {r.id: PushState(r.id, r.revision, r.decision_task_id) for r in rows}
+
+    def _pushes_of(self, revisions: Collection[str]) -> list[dict]:
+        """Treeherder's records of these pushes, each asked for once per process (a push
+        record does not change); a push Treeherder does not know yet is left out."""
+        for revision in sorted(set(revisions) - set(self._th_pushes)):
+            page = self.treeherder.get(f"/api/project/{self.repo}/push/", revision=revision)
+            for found in page.get("results", []):
+                if found["revision"] == revision:
+                    self._th_pushes[revision] = found
+        return [self._th_pushes[r] for r in revisions if r in self._th_pushes]
+
+    def open_revisions(self) -> list[str]:
+        """Revisions of this repository's pushes with open cases or watched by a backfill."""
+        with self.engine.connect() as conn:
+            watched = sorted(backfill_pushes(conn))
+            return list(
+                conn.execute(
+                    sa.select(push.c.revision)
+                    .join(repository, repository.c.id == push.c.repository_id)
+                    .where(
+                        repository.c.name == self.repo,
+                        sa.or_(
+                            push.c.id.in_(
+                                sa.select(triage_case.c.push_id).where(
+                                    triage_case.c.state.in_(OPEN_STATES)
+                                )
+                            ),
+                            push.c.id.in_(watched),
+                        ),
+                    )
+                ).scalars()
+            )
 
     def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
         """Pushes whose task group can still change what sheriff knows."""
