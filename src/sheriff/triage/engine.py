@@ -182,9 +182,11 @@ class Triage:
         now: datetime | None = None,
         progress: Callable[[str], None] | None = None,
         revisions: Collection[str] | None = None,
+        backfills: bool = True,
     ) -> PassSummary:
         """One pass over the pushes of [since, until] and those with open cases; or, with
-        `revisions`, over those pushes alone (what a Pulse message names: the service)."""
+        `revisions`, over those pushes alone (what a Pulse message names: the service).
+        `backfills` False leaves open backfills to a later `advance_backfills`."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
@@ -249,19 +251,29 @@ class Triage:
             summary.budget_limited += plan.budget_limited
             summary.decided.update(plan.decided)
             summary.retriggers_asked += sum(plan.retriggers.values())
-        if self.backfill.enabled:
+        if backfills:
             say("advancing backfills")
-            backfills = advance_backfills(
-                self.engine,
-                now=now,
-                observe=lambda ids: self._observe_jobs(ids, now),
-                settings=self.backfill,
-                task_definition=self.clients.queue.task,
-            )
-            summary.backfill_requests = backfills.requests
-            summary.culprits = len(backfills.culprits)
-        self._send(summary, now)
+            self.advance_backfills(now, summary)
+        self.send(summary, now)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
+        self._count_open(summary)
+        return summary
+
+    def advance_backfills(self, now: datetime, summary: PassSummary) -> None:
+        """Move every open backfill record a step (requests go out with `send`)."""
+        if not self.backfill.enabled:
+            return
+        backfills = advance_backfills(
+            self.engine,
+            now=now,
+            observe=lambda ids: self._observe_jobs(ids, now),
+            settings=self.backfill,
+            task_definition=self.clients.queue.task,
+        )
+        summary.backfill_requests += backfills.requests
+        summary.culprits += len(backfills.culprits)
+
+    def _count_open(self, summary: PassSummary) -> None:
         with self.engine.connect() as conn:
             summary.open_cases = conn.execute(
                 sa.select(sa.func.count())
@@ -273,7 +285,6 @@ class Triage:
                 .select_from(backfill_record)
                 .where(backfill_record.c.status.in_(OPEN_RECORD_STATUSES))
             ).scalar_one()
-        return summary
 
     # -- ingest ---------------------------------------------------------------------------
 
@@ -606,7 +617,8 @@ class Triage:
 
     # -- actions --------------------------------------------------------------------------
 
-    def _send(self, summary: PassSummary, now: datetime) -> None:
+    def send(self, summary: PassSummary, now: datetime) -> None:
+        """Send what the request log holds (each request once, whoever else sends)."""
         protocol = ActionsProtocol(self.clients)
         lease = request_log.lease_of(self.settings)
         rows = request_log.dispatch(

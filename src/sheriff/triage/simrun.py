@@ -50,8 +50,9 @@ class SimProcess:
     """`sheriff sim serve` in a child process: sheriff and the simulator each get a core,
     and sheriff reaches the simulator only over HTTP, as it would reach Firefox CI."""
 
-    def __init__(self, scenario_path: Path) -> None:
+    def __init__(self, scenario_path: Path, *, pulse_url: str | None = None) -> None:
         self.scenario_path = scenario_path
+        self.pulse_url = pulse_url
         self.root_url = ""
         self._process: subprocess.Popen[str] | None = None
         self._admin: httpx.Client | None = None
@@ -60,6 +61,8 @@ class SimProcess:
 
     def __enter__(self) -> SimProcess:
         command = [sys.executable, "-m", "sheriff", "sim", "serve", "--port", "0"]
+        if self.pulse_url:
+            command += ["--pulse-url", self.pulse_url]
         self._process = subprocess.Popen(
             [*command, "--scenario", str(self.scenario_path)],
             stdout=subprocess.PIPE,
