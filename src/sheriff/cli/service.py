@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
+import signal
 import socket
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,13 +50,22 @@ def listen(
     from sheriff.service.listen import listen as run
 
     config = _service_settings()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s listen %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s listen %(message)s")
+    logging.getLogger("sheriff").setLevel(logging.INFO)
     typer.echo(
         f"listening on {config.pulse_queue} for {', '.join(config.watched_repositories)}",
         err=True,
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        run(config, batch_seconds=batch_seconds)
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # The batch at hand is handed over and acknowledged first; then the listener ends.
+        signal.signal(signum, lambda *_: stopping.set())
+    stats = run(config, batch_seconds=batch_seconds, stop=lambda _: stopping.is_set())
+    typer.echo(
+        f"stopped: {stats.messages} messages, {stats.handed} tasks handed over, "
+        f"{stats.refused} refused",
+        err=True,
+    )
 
 
 @app.command("worker")

@@ -20,6 +20,8 @@ from sheriff.model.task_shapes import PulseShape, check_pulse_message
 from sheriff.store.loader import LoadStats, RunUpdate, apply_run_updates
 
 TREEHERDER_ROUTE = "route.tc-treeherder.v2."
+# Exceptions the queue answers with a new run at once while the task has retries left.
+RETRIED_REASONS = ("worker-shutdown", "claim-expired", "intermittent-task")
 # What the service listens to: a run resolved. Pending and running change no case.
 RESOLVED_EXCHANGES = tuple(
     name
@@ -39,11 +41,15 @@ class TaskEvent:
     run_id: int
     state: str  # completed | failed | exception
     kind: str | None  # tags.kind (test, build, …) when the message carries the tags
-    update: RunUpdate | None  # None for a run created as an exception (never shown)
+    # Every run the message's status lists (a rerun the queue made at once is news too),
+    # less those created as an exception (never shown).
+    updates: tuple[RunUpdate, ...]
+
+    retried: bool = False  # an exception the queue reruns at once: its rerun is the news
 
     @property
     def failed(self) -> bool:
-        return self.state in ("failed", "exception")
+        return self.state in ("failed", "exception") and not self.retried
 
 
 def push_of(routes: Iterable[str]) -> tuple[str, str] | None:
@@ -66,6 +72,11 @@ def event_of(exchange: str, payload: Any, routes: Sequence[str]) -> TaskEvent:
     if pushed is None:
         raise TaskShapeError("no route.tc-treeherder.v2.<repo>.<revision>.* routing key")
     run_id, status = checked["payload"]["runId"], checked["payload"]["status"]
+    retried = (
+        PULSE_EXCHANGE_STATES[exchange] == "exception"
+        and status["runs"][run_id].get("reasonResolved") in RETRIED_REASONS
+        and _retries_left(payload) > 0
+    )
     tags = payload.get("task", {}).get("tags", {}) if isinstance(payload, Mapping) else {}
     kind = tags.get("kind") if isinstance(tags, Mapping) else None
     return TaskEvent(
@@ -76,22 +87,38 @@ def event_of(exchange: str, payload: Any, routes: Sequence[str]) -> TaskEvent:
         run_id=run_id,
         state=PULSE_EXCHANGE_STATES[exchange],
         kind=kind if isinstance(kind, str) else None,
-        update=run_update(checked),
+        # A retried exception is not stored alone: as the last run of its task it would
+        # look like a case until its rerun is known (the push's next listing stores both).
+        updates=()
+        if retried
+        else tuple(
+            u for u in (run_update(checked, i) for i in range(len(status["runs"]))) if u is not None
+        ),
+        retried=retried,
     )
 
 
-def run_update(checked: PulseShape) -> RunUpdate | None:
-    """The run update a checked message carries; None for a run created as an exception
-    (deadline exceeded), which is never shown (as Treeherder)."""
-    run_id, status = checked["payload"]["runId"], checked["payload"]["status"]
+def _retries_left(payload: Mapping[str, Any]) -> int:
+    # Not a field the status check keeps: read from the message as it came.
+    left = payload["status"].get("retriesLeft")
+    return left if isinstance(left, int) and not isinstance(left, bool) else 0
+
+
+def run_update(checked: PulseShape, run_id: int | None = None) -> RunUpdate | None:
+    """The update of run `run_id` (default: the message's own) of a checked message; None
+    for a run created as an exception (deadline exceeded), never shown (as Treeherder)."""
+    status = checked["payload"]["status"]
+    run_id = checked["payload"]["runId"] if run_id is None else run_id
     run = status["runs"][run_id]
-    if run.get("reasonCreated") == "exception" and checked["exchange"].endswith("task-exception"):
+    if run.get("reasonCreated") == "exception" and (
+        run_id != checked["payload"]["runId"] or checked["exchange"].endswith("task-exception")
+    ):
         return None
     return RunUpdate(status["taskId"], run_id, run)
 
 
 def store_events(engine: Engine, events: Sequence[TaskEvent]) -> LoadStats:
     """Record the runs of tasks already stored, in one transaction (others: their listing)."""
-    updates = [e.update for e in events if e.update is not None]
+    updates = [u for e in events for u in e.updates]
     with engine.begin() as conn:
         return apply_run_updates(conn, updates)

@@ -171,6 +171,22 @@ def play(
     return metrics
 
 
+def play_with_outcomes(
+    path: Path, scenario: Any, **options: Any
+) -> tuple[dict[str, Any], dict[str, tuple[str, str | None]]]:
+    """One play without the faults comparison: its metrics and each case's (state, verdict)
+    by the task id of its original run (what other ways of running sheriff are held to)."""
+    chosen = {
+        "policy": None,
+        "backfill": None,
+        "same_manifests": True,
+        "queue_prefixes": None,
+        "pass_minutes": 10,
+        **options,
+    }
+    return _play_once(path, scenario, None, None, **chosen)
+
+
 def _play_once(
     path: Path,
     scenario: Any,
