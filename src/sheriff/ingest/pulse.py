@@ -41,6 +41,7 @@ class TaskEvent:
     run_id: int
     state: str  # completed | failed | exception
     kind: str | None  # tags.kind (test, build, …) when the message carries the tags
+    label: str | None  # tags.label, likewise
     # Every run the message's status lists (a rerun the queue made at once is news too),
     # less those created as an exception (never shown).
     updates: tuple[RunUpdate, ...]
@@ -79,6 +80,7 @@ def event_of(exchange: str, payload: Any, routes: Sequence[str]) -> TaskEvent:
     )
     tags = payload.get("task", {}).get("tags", {}) if isinstance(payload, Mapping) else {}
     kind = tags.get("kind") if isinstance(tags, Mapping) else None
+    label = tags.get("label") if isinstance(tags, Mapping) else None
     return TaskEvent(
         exchange=exchange,
         repo=pushed[0],
@@ -87,6 +89,7 @@ def event_of(exchange: str, payload: Any, routes: Sequence[str]) -> TaskEvent:
         run_id=run_id,
         state=PULSE_EXCHANGE_STATES[exchange],
         kind=kind if isinstance(kind, str) else None,
+        label=label if isinstance(label, str) else None,
         # A retried exception is not stored alone: as the last run of its task it would
         # look like a case until its rerun is known (the push's next listing stores both).
         updates=()

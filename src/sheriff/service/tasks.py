@@ -28,7 +28,7 @@ from sheriff.errors import ServiceError
 from sheriff.ingest.pulse import TaskEvent, event_of, store_events
 from sheriff.model.job import TaskShapeError
 from sheriff.service.runtime import Runtime
-from sheriff.triage.engine import PassSummary
+from sheriff.triage.engine import PassSummary, Triage
 
 log = logging.getLogger(__name__)
 
@@ -103,19 +103,35 @@ def events(repo: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     triage = rt.triage(repo)
     batch = _events(repo, messages)
     stored = store_events(rt.engine, batch)
-    active = set(triage.open_revisions())
-    failed = {e.revision for e in batch if e.failed and e.kind in TEST_KINDS}
-    revisions = sorted(failed | (active & {e.revision for e in batch}))
+    revisions = sorted(pushes_to_pass(triage, batch))
     summary = PassSummary()
     if revisions:
         now = rt.now()
         summary = triage.run_pass(
             since=now, until=now, now=now, revisions=revisions, backfills=False
         )
-        if summary.decided.get("regression") or summary.open_backfills:
-            triage.advance_backfills(now, summary)
+        if summary.decided.get("regression"):
+            triage.advance_backfills(now, summary)  # a report opened: its first step now
             triage.send(summary, now)
     return _report(summary, messages=len(messages), runs=stored.jobs_updated, pushes=revisions)
+
+
+def pushes_to_pass(triage: Triage, batch: list[TaskEvent]) -> set[str]:
+    """The pushes of a batch whose pass can move a case or a backfill: a failed test run
+    (a case may open), a resolved run of a label with an open case on its push (a
+    retrigger's result), any resolved run on a push a backfill watches."""
+    failed = {e.revision for e in batch if e.failed and e.kind in TEST_KINDS}
+    watched = set(triage.watched_revisions())
+    open_labels = triage.open_labels({e.revision for e in batch} - failed - watched)
+    return (
+        failed
+        | {e.revision for e in batch if e.revision in watched}
+        | {
+            e.revision
+            for e in batch
+            if e.revision in open_labels and (e.label is None or e.label in open_labels[e.revision])
+        }
+    )
 
 
 @app.task(name="sheriff.open_cases", **RETRY)
@@ -125,7 +141,7 @@ def open_cases(repo: str | None = None) -> dict[str, Any]:
     for name in [repo] if repo else rt.settings.watched_repositories:
         triage = rt.triage(name)
         now = rt.now()
-        summary = triage.run_pass(since=now, until=now, now=now, revisions=triage.open_revisions())
+        summary = triage.run_pass(since=now, until=now, now=now, revisions=triage.due_revisions())
         reports[name] = _report(summary)
     return reports
 

@@ -73,6 +73,8 @@ from sheriff.triage.observe import (
     RunRef,
     fetchers,
     latest_runs,
+    observation_done,
+    observations,
     refresh_classifications,
 )
 
@@ -352,27 +354,71 @@ class Triage:
                     self._th_pushes[revision] = found
         return [self._th_pushes[r] for r in revisions if r in self._th_pushes]
 
-    def open_revisions(self) -> list[str]:
-        """Revisions of this repository's pushes with open cases or watched by a backfill."""
+    def due_revisions(self) -> list[str]:
+        """Revisions of pushes with an open case that waits on Treeherder or an artifact: a
+        run of its label that has resolved and is not fully observed (its original's
+        ingestion, errorsummary, log parsing; a retrigger's failure lines). A case waiting
+        only for runs still running is not due: their Pulse messages say when they end."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
+                .join(repository, repository.c.id == push.c.repository_id)
+                .where(
+                    repository.c.name == self.repo,
+                    push.c.id.in_(
+                        sa.select(triage_case.c.push_id).where(triage_case.c.state.in_(OPEN_STATES))
+                    ),
+                )
+            ).all()
+        states = [PushState(r.id, r.revision, r.decision_task_id) for r in rows]
+        refs = self._runs_to_observe(states)
+        with self.engine.connect() as conn:
+            known = observations(conn, (r.job_id for r in refs))
+            push_of_job = dict(
+                conn.execute(
+                    sa.select(job.c.id, job.c.push_id).where(job.c.id.in_([r.job_id for r in refs]))
+                ).all()
+            )
+        due = {
+            push_of_job[r.job_id]
+            for r in refs
+            if not observation_done(known.get(r.job_id), r.errorsummary)
+        }
+        return [s.revision for s in states if s.push_id in due]
+
+    def watched_revisions(self) -> list[str]:
+        """Revisions of this repository's pushes a backfill waits for runs on."""
         with self.engine.connect() as conn:
             watched = sorted(backfill_pushes(conn))
+            if not watched:
+                return []
             return list(
                 conn.execute(
                     sa.select(push.c.revision)
                     .join(repository, repository.c.id == push.c.repository_id)
-                    .where(
-                        repository.c.name == self.repo,
-                        sa.or_(
-                            push.c.id.in_(
-                                sa.select(triage_case.c.push_id).where(
-                                    triage_case.c.state.in_(OPEN_STATES)
-                                )
-                            ),
-                            push.c.id.in_(watched),
-                        ),
-                    )
+                    .where(repository.c.name == self.repo, push.c.id.in_(watched))
                 ).scalars()
             )
+
+    def open_labels(self, revisions: Collection[str]) -> dict[str, set[str]]:
+        """The labels of the open cases of these pushes, by revision (pushes with some)."""
+        if not revisions:
+            return {}
+        found: dict[str, set[str]] = {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(push.c.revision, triage_case.c.label)
+                .join(push, push.c.id == triage_case.c.push_id)
+                .join(repository, repository.c.id == push.c.repository_id)
+                .where(
+                    repository.c.name == self.repo,
+                    push.c.revision.in_(list(revisions)),
+                    triage_case.c.state.in_(OPEN_STATES),
+                )
+            )
+            for revision, label in rows:
+                found.setdefault(revision, set()).add(label)
+        return found
 
     def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
         """Pushes whose task group can still change what sheriff knows."""
