@@ -16,6 +16,7 @@ history policy's reads of earlier pushes are shared by all the pushes of a pass.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,6 +82,7 @@ from sheriff.triage.observe import (
 log = logging.getLogger(__name__)
 
 MANIFESTS_BY_TASK = "public/manifests-by-task.json.gz"
+PROTOCOL_HOURS = 1.0
 TESTS_BY_MANIFEST = "public/tests-by-manifest.json.gz"
 
 
@@ -173,6 +175,8 @@ class Triage:
         self._listings: dict[int, GroupListing] = {}
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
+        self._protocol: ActionsProtocol | None = None
+        self._protocol_since = 0.0
         # Treeherder's push records asked for by revision (passes on given pushes).
         self._th_pushes: dict[str, dict] = {}
 
@@ -221,8 +225,11 @@ class Triage:
             if state.listing is not None or state.decision_task_id is None
         ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
-        summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
+        # Classifications first: the job lists they read serve the observations too.
         self._refresh_classifications(with_cases, now)
+        summary.runs_observed = self.observer.observe(
+            self._runs_to_observe(with_cases), now, push_jobs=self._th_jobs_by_push()
+        )
         plans: list[PushPlan] = []
         history_cache = PassCache()
         for state in with_cases:
@@ -493,6 +500,20 @@ class Triage:
                 return True
         return False
 
+    def _th_jobs_by_push(self) -> dict[int, list[dict]]:
+        """Treeherder's job lists read this pass, by Treeherder's push id."""
+        with self.engine.connect() as conn:
+            revisions = dict(
+                conn.execute(
+                    sa.select(push.c.id, push.c.revision).where(push.c.id.in_(list(self._th_jobs)))
+                ).all()
+            )
+        return {
+            self._treeherder_push_ids[revisions[p]]: jobs
+            for p, jobs in self._th_jobs.items()
+            if revisions.get(p) in self._treeherder_push_ids
+        }
+
     def _refresh_classifications(self, states: Sequence[PushState], now: datetime) -> None:
         """Treeherder's classification of every open case's original, as it stands now.
 
@@ -665,7 +686,7 @@ class Triage:
 
     def send(self, summary: PassSummary, now: datetime) -> None:
         """Send what the request log holds (each request once, whoever else sends)."""
-        protocol = ActionsProtocol(self.clients)
+        protocol = self._actions_protocol()
         lease = request_log.lease_of(self.settings)
         rows = request_log.dispatch(
             self.engine, protocol, dry_run=not self.live, lease=lease, now=now
@@ -675,6 +696,18 @@ class Triage:
                 summary.requests_sent += 1
             elif row.state == "dry-run":
                 summary.requests_dry_run += 1
+
+    def _actions_protocol(self) -> ActionsProtocol:
+        """One protocol for the passes of an hour: what it reads (actions.json, task
+        definitions, a decision task's expanded scopes) is asked once, not once per pass;
+        renewed hourly so that a role's change is seen and the caches stay small."""
+        if (
+            self._protocol is None
+            or time.monotonic() - self._protocol_since > PROTOCOL_HOURS * 3600
+        ):
+            self._protocol = ActionsProtocol(self.clients)
+            self._protocol_since = time.monotonic()
+        return self._protocol
 
     def _cancel(self, task_ids: Sequence[str], summary: PassSummary) -> None:
         if not self.live:
