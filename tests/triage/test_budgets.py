@@ -51,9 +51,7 @@ def test_without_a_budget_nothing_is_held_back(engine, sim):
 
 
 def test_a_spent_backfill_budget_holds_the_record_and_says_why(engine, sim):
-    triage = make_triage(
-        engine, sim, backfill="linear", backfill_runs_per_repository_per_day=0
-    )
+    triage = make_triage(engine, sim, backfill="linear", backfill_runs_per_repository_per_day=0)
     for _ in range(30):  # five virtual hours: the regression is decided, its record matures
         sim.advance(minutes=10)
         one_pass(triage, sim)

@@ -46,6 +46,11 @@ from sheriff.triage.simrun import (
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 
 
+def _tasks_stored(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count(sa.distinct(job.c.task_id)))).scalar_one()
+
+
 @dataclass
 class ServicePlay:
     """What to play and how: `run()` returns the metrics."""
@@ -150,7 +155,8 @@ class ServicePlay:
             **events,
             **fault_losses(engine, truth, outcome),
             "failure_to_retrigger_seconds": self._latency(engine),
-            "tasks": truth.get("tasks", len(truth.get("cases", {}))),
+            "tasks": _tasks_stored(engine),
+            "tasks_per_second": round(_tasks_stored(engine) / wall, 1) if wall else 0.0,
         }
         metrics["outcome"] = outcome
         engine.dispose()
