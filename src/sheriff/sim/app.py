@@ -50,15 +50,6 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
     @app.middleware("http")
     async def count_requests(request: Request, call_next: Any) -> Any:
         counters[_service(request.url.path)] += 1
-        import re as _re
-
-        _p = _re.sub(r"/[A-Za-z0-9_-]{22}(?=/|$)", "/ID", request.url.path)
-        _p = _re.sub(r"/[0-9a-f]{40}(?=/|$)", "/REV", _p)
-        _p = _re.sub(r"/[0-9]+(?=/|$)", "/N", _p)
-        if "/artifacts/" in _p:
-            _p = _p.split("/artifacts/")[0] + "/artifacts/X"
-        q = "?" + ",".join(sorted(request.query_params.keys())) if request.query_params else ""
-        _DETAIL[_p + q] += 1
         return await call_next(request)
 
     @app.exception_handler(TaskclusterError)
@@ -96,14 +87,10 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
     return app
 
 
-_DETAIL: Counter[str] = Counter()
-
-
 def stats_of(counters: Counter[str], faults: Counter[str] | None = None) -> dict[str, Any]:
     """Requests served per service, with Taskcluster's services summed; faults played."""
     services = dict(sorted(counters.items()))
     return {
-        "detail": dict(_DETAIL.most_common()),
         "requests": services,
         "taskcluster": sum(counters[s] for s in TASKCLUSTER_SERVICES),
         "treeherder": counters["treeherder"],
