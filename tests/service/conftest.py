@@ -4,13 +4,10 @@ is down, unless CI=true (then they fail: CI never silently loses them)."""
 from __future__ import annotations
 
 import socket
-import uuid
-from collections.abc import Iterator
 
 import pytest
-import sqlalchemy as sa
 
-from tests.conftest import IN_CI, POSTGRES_URL
+from tests.conftest import IN_CI
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 
@@ -31,19 +28,3 @@ def amqp_url() -> str:
             pytest.fail(f"{reason} (CI=true: RabbitMQ tests must run)")
         pytest.skip(reason)
     return AMQP_URL
-
-
-@pytest.fixture
-def empty_postgres(postgres_server_url: str) -> Iterator[str]:
-    """A database of its own, empty (the service's processes migrate it on first use)."""
-    name = f"sheriff_service_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()

@@ -62,22 +62,3 @@ def test_a_bad_value_in_a_table_is_refused_naming_it(config: Path) -> None:
     config.write_text(TOML + "\n[repository.beta]\nqueues = []\n")
     with pytest.raises(ConfigError, match="queues"):
         load_settings()
-
-
-def test_tiers_reach_eligibility() -> None:
-    from sheriff.model.case import ErrorSummaryState, OriginalRun, eligibility
-
-    run = OriginalRun(
-        task_id="a",
-        label="test-x",
-        state="failed",
-        job_kind="test",
-        tier=2,
-        task_queue_id="gecko-t/t-linux-large",
-        is_action_task=False,
-        classification_id=1,
-        errorsummary=ErrorSummaryState.COMPLETE,
-        retriggerable=True,
-    )
-    assert eligibility(run).status.value == "eligible"
-    assert eligibility(run, tiers=[1]).status.value == "wrong-tier"
