@@ -23,8 +23,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.service.simplay import AMQP_URL, ServicePlay
-from sheriff.sim.scenario import load_scenario, resolve_scenario
-from sheriff.triage.simrun import play_with_outcomes
+from sheriff.sim.scenario import resolve_scenario
+from sheriff.triage.simrun import play_with_outcomes, scenarios_of
 
 ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
 
@@ -50,6 +50,19 @@ def _requests(metrics: dict[str, Any]) -> float:
     return per_case["taskcluster"] + per_case["treeherder"]
 
 
+def _print_row(label: str, m: dict[str, Any], base: float) -> None:
+    service = m.get("service", {})
+    latency = service.get("failure_to_retrigger_seconds", {})
+    lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
+    tasks = service.get("tasks_per_second", "-")
+    print(
+        f"{label:28} {lat:>25} {_requests(m):>15.2f} {_requests(m) / base:>10.2f}x "
+        f"{m.get('verdicts_differing_from_polling', 0):>11} {m['wall_seconds']:>7} "
+        f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="small")
@@ -59,12 +72,23 @@ def main() -> None:
     parser.add_argument("--admin-url", default=ADMIN_URL, help="PostgreSQL to create dbs in")
     parser.add_argument("--amqp-url", default=AMQP_URL)
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--wall-limit", type=float, default=900.0, help="a service play stops after this"
+    )
     args = parser.parse_args()
     path = resolve_scenario(args.scenario)
+    print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
+    print(
+        f"{'':28} {'fail→retrigger p50/p95 s':>25} {'TC+TH per case':>15} {'vs polling':>11} "
+        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}",
+        flush=True,
+    )
     started = time.perf_counter()
-    polling, expected = play_with_outcomes(path, load_scenario(path))
+    polling, expected = play_with_outcomes(path, scenarios_of(path))
     polling["wall_seconds"] = round(time.perf_counter() - started, 1)
     rows: list[tuple[str, dict[str, Any]]] = [("polling (sheriff sim run)", polling)]
+    base = _requests(polling)
+    _print_row(rows[0][0], polling, base)
     for workers in [int(w) for w in args.workers.split(",")]:
         name, url = _database(args.admin_url)
         try:
@@ -75,6 +99,7 @@ def main() -> None:
                 workers=workers,
                 speed=args.speed,
                 open_cases_every_seconds=args.open_cases_every,
+                wall_limit_seconds=args.wall_limit,
             ).run()
         finally:
             _drop(args.admin_url, name)
@@ -86,23 +111,9 @@ def main() -> None:
         played["differing"] = [
             {"task_id": t, "polling": expected.get(t), "service": outcome.get(t)} for t in changed
         ]
-        rows.append((f"listen + {workers} worker{'s' * (workers > 1)}", played))
-    base = _requests(polling)
-    print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
-    print(
-        f"{'':28} {'fail→retrigger p50/p95 s':>25} {'TC+TH per case':>15} {'vs polling':>11} "
-        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}"
-    )
-    for label, m in rows:
-        service = m.get("service", {})
-        latency = service.get("failure_to_retrigger_seconds", {})
-        lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
-        tasks = service.get("tasks_per_second", "-")
-        print(
-            f"{label:28} {lat:>25} {_requests(m):>15.2f} {_requests(m) / base:>10.2f}x "
-            f"{m.get('verdicts_differing_from_polling', 0):>11} {m['wall_seconds']:>7} "
-            f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}"
-        )
+        label = f"listen + {workers} worker{'s' * (workers > 1)}"
+        rows.append((label, played))
+        _print_row(label, played, base)
     if args.json:
         args.json.write_text(json.dumps(dict(rows), indent=2, default=str))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sheriff.service.simplay import ServicePlay
-from sheriff.sim.scenario import load_scenario, resolve_scenario
-from sheriff.triage.simrun import play_with_outcomes
+from sheriff.sim.scenario import resolve_scenario
+from sheriff.triage.simrun import play_with_outcomes, scenarios_of
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.timeout(240)]
 
@@ -19,7 +19,7 @@ def test_listen_and_two_workers_reach_sim_run_verdicts_with_a_worker_killed(
     amqp_url: str, empty_postgres: str, tmp_path: Path
 ) -> None:
     path = resolve_scenario("small")
-    _, expected = play_with_outcomes(path, load_scenario(path))
+    _, expected = play_with_outcomes(path, scenarios_of(path))
     played = ServicePlay(
         path,
         empty_postgres,
@@ -37,3 +37,15 @@ def test_listen_and_two_workers_reach_sim_run_verdicts_with_a_worker_killed(
     assert played["excess_retriggers"] == 0
     assert service["cases_lost"] == 0 and service["cases_left_open"] == 0
     assert service["failure_to_retrigger_seconds"]["cases"] > 0
+
+
+def test_one_deployment_watches_two_repositories_played_at_once(
+    amqp_url: str, empty_postgres: str, tmp_path: Path
+) -> None:
+    path = Path(__file__).parent.parent / "sim" / "two-repositories.yaml"
+    _, expected = play_with_outcomes(path, scenarios_of(path))
+    played = ServicePlay(
+        path, empty_postgres, amqp_url=amqp_url, workers=2, log_dir=tmp_path / "logs"
+    ).run()
+    assert played["outcome"] == expected
+    assert played["service"]["actions_sent_twice"] == 0 and played["excess_retriggers"] == 0

@@ -2,7 +2,9 @@
 N `sheriff worker` processes, each a real process on real RabbitMQ and PostgreSQL.
 
 The harness (like `triage/simrun.py`, it alone knows both sides) moves the simulator's
-virtual clock at a steady pace in wall time, can kill a worker midway (SIGKILL, then starts
+virtual clock at a steady pace in wall time (holding it while Pulse messages or Celery
+tasks wait in the queues, so that a busy machine slows CI down rather than leaving the
+service behind), can kill a worker midway (SIGKILL, then starts
 a fresh one) and restart the listener, and measures: the metrics of `sheriff sim run`, each
 case's verdict, and the wall time from a run's failure message to the retrigger request
 that covers it (observed on its own Pulse queue and by reading the request log).
@@ -29,7 +31,7 @@ import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
 from sheriff.ci.pulse import EXCHANGE_PREFIX, binding_keys
-from sheriff.sim.scenario import load_scenario, resolve_scenario
+from sheriff.sim.scenario import resolve_scenario
 from sheriff.store.schema import action_request, backfill_record, job, triage_case
 from sheriff.triage.cases import OPEN_STATES
 from sheriff.triage.simrun import (
@@ -41,9 +43,35 @@ from sheriff.triage.simrun import (
     fault_losses,
     measure,
     require_empty_store,
+    scenarios_of,
 )
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
+
+
+class _Backlog:
+    """Messages ready in the service's queues (not those a consumer holds)."""
+
+    def __init__(self, url: str, queues: list[str]) -> None:
+        import kombu
+
+        self._connection = kombu.Connection(url, connect_timeout=5)
+        self._channel = self._connection.channel()
+        self._queues = queues
+
+    def waiting(self) -> bool:
+        for name in self._queues:
+            try:
+                _, ready, _ = self._channel.queue_declare(name, passive=True)
+            except Exception:  # not declared yet: nothing waits in it
+                self._channel = self._connection.channel()
+                continue
+            if ready:
+                return True
+        return False
+
+    def close(self) -> None:
+        self._connection.release()
 
 
 def _tasks_stored(engine: sa.Engine) -> int:
@@ -73,7 +101,9 @@ class ServicePlay:
 
     def run(self) -> dict[str, Any]:
         path = resolve_scenario(self.scenario)
-        scenario = load_scenario(path)
+        loaded = scenarios_of(path)
+        scenarios = loaded if isinstance(loaded, list) else [loaded]
+        repositories = [s.repository for s in scenarios]
         tag = uuid.uuid4().hex[:10]
         engine = require_empty_store(self.database_url)
         self._failed_at: dict[str, float] = {}
@@ -81,9 +111,9 @@ class ServicePlay:
         self._stop = threading.Event()
         events = {"killed": 0, "listener_restarts": 0}
         with SimProcess(path, pulse_url=self.amqp_url) as sim:
-            env = self._env(sim.root_url, tag, scenario.repository)
+            env = self._env(sim.root_url, tag, repositories)
             watcher = threading.Thread(
-                target=self._watch_failures, args=(tag, scenario.repository), daemon=True
+                target=self._watch_failures, args=(tag, repositories), daemon=True
             )
             watcher.start()
             processes: list[subprocess.Popen[bytes]] = []
@@ -96,12 +126,21 @@ class ServicePlay:
                 processes = [listener, *workers]
                 time.sleep(3)  # the queues exist and the workers are ready before messages
                 begin = sim.now
-                span = timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
+                span = timedelta(minutes=max(s.push_interval_minutes * s.pushes for s in scenarios))
                 last_push, deadline = begin + span, begin + span + timedelta(hours=EXTRA_HOURS)
                 started = time.monotonic()
                 tick = 0.2
+                backlog = _Backlog(
+                    self.amqp_url, [env["SHERIFF_PULSE_QUEUE"], env["SHERIFF_CELERY_QUEUE"]]
+                )
+                held = 0
                 while sim.now < deadline:
-                    sim.advance(self.speed * tick / 1)
+                    # The clock waits while messages or tasks queue up: on a busy machine
+                    # the service falls behind instead of CI running away from it.
+                    if backlog.waiting():
+                        held += 1
+                    else:
+                        sim.advance(self.speed * tick)
                     self._poll_requests(engine)
                     share = (sim.now - begin) / span
                     if self.kill_worker_at is not None and share >= self.kill_worker_at:
@@ -127,6 +166,8 @@ class ServicePlay:
                         break
                     time.sleep(tick)
                 wall = time.monotonic() - started
+                backlog.close()
+                events["clock_held_ticks"] = held
                 truth, stats = sim.truth(), sim.stats()
             finally:
                 self._stop.set()
@@ -164,7 +205,7 @@ class ServicePlay:
 
     # -- processes ------------------------------------------------------------------------
 
-    def _env(self, root_url: str, tag: str, repo: str) -> dict[str, str]:
+    def _env(self, root_url: str, tag: str, repositories: list[str]) -> dict[str, str]:
         env = {
             **os.environ,
             "SHERIFF_DATABASE_URL": self.database_url,
@@ -177,7 +218,7 @@ class ServicePlay:
             "SHERIFF_CELERY_BROKER_URL": self.amqp_url,
             "SHERIFF_PULSE_QUEUE": f"queue/sheriff/play-{tag}",
             "SHERIFF_CELERY_QUEUE": f"sheriff-play-{tag}",
-            "SHERIFF_REPOSITORIES": json.dumps([repo]),
+            "SHERIFF_REPOSITORIES": json.dumps(repositories),
             "SHERIFF_OPEN_CASES_EVERY_SECONDS": str(self.open_cases_every_seconds),
             "SHERIFF_CATCH_UP_EVERY_SECONDS": str(self.catch_up_every_seconds),
             **self.extra_env,
@@ -225,7 +266,7 @@ class ServicePlay:
             cases = conn.execute(sa.select(sa.func.count()).select_from(triage_case)).scalar_one()
         return cases > 0 and open_cases == 0 and open_backfills == 0
 
-    def _watch_failures(self, tag: str, repo: str) -> None:
+    def _watch_failures(self, tag: str, repositories: list[str]) -> None:
         """Wall time each failed run's message reached the broker's queues (our own queue)."""
         import kombu
 
@@ -237,7 +278,7 @@ class ServicePlay:
                         kombu.Exchange(EXCHANGE_PREFIX + "task-failed", type="topic"),
                         routing_key=key,
                     )
-                    for key in binding_keys([repo])
+                    for key in binding_keys(repositories)
                 ],
                 exclusive=True,
                 auto_delete=True,
