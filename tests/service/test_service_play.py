@@ -42,10 +42,24 @@ def test_listen_and_two_workers_reach_sim_run_verdicts_with_a_worker_killed(
 def test_one_deployment_watches_two_repositories_played_at_once(
     amqp_url: str, empty_postgres: str, tmp_path: Path
 ) -> None:
+    # tiny.yaml's flaky tests fail often: the `history` policy's verdicts there depend on
+    # which earlier runs are in when a case is decided; the exact rule's do not.
     path = Path(__file__).parent.parent / "sim" / "two-repositories.yaml"
-    _, expected = play_with_outcomes(path, scenarios_of(path))
+    _, expected = play_with_outcomes(path, scenarios_of(path), policy="seed")
     played = ServicePlay(
-        path, empty_postgres, amqp_url=amqp_url, workers=2, log_dir=tmp_path / "logs"
+        path,
+        empty_postgres,
+        amqp_url=amqp_url,
+        workers=2,
+        policy="seed",
+        log_dir=tmp_path / "logs",
     ).run()
-    assert played["outcome"] == expected
+    outcome = played["outcome"]
+    assert outcome.keys() == expected.keys()
+    differing = {t for t in expected if expected[t] != outcome[t]}
+    # Only a race with a person: a case they classified while sheriff was deciding ends
+    # `classified` in whichever play decided later (tiny.yaml classifies a tenth of them).
+    assert differing <= set(played["classified_by_a_person"])
+    assert all("classified" in (expected[t][1], outcome[t][1]) for t in differing)
+    assert len(differing) <= 2
     assert played["service"]["actions_sent_twice"] == 0 and played["excess_retriggers"] == 0

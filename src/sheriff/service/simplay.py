@@ -200,6 +200,11 @@ class ServicePlay:
             "tasks_per_second": round(_tasks_stored(engine) / wall, 1) if wall else 0.0,
         }
         metrics["outcome"] = outcome
+        # Cases a person classifies in Treeherder some time after the run: which comes first,
+        # their classification or sheriff's verdict, is a race with that person.
+        metrics["classified_by_a_person"] = sorted(
+            t for t, case in truth["cases"].items() if case.get("classified")
+        )
         engine.dispose()
         return metrics
 
