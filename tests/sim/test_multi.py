@@ -75,7 +75,5 @@ def test_sim_run_plays_every_repository() -> None:
     # Cases from both repositories: the second world's task ids are its own.
     with SimServer(TWO) as sim:
         sim.advance(600)
-        owners = Counter(
-            w.scenario.repository for w in sim.worlds for t in outcome if t in w.tasks
-        )
+        owners = Counter(w.scenario.repository for w in sim.worlds for t in outcome if t in w.tasks)
     assert set(owners) == {s.repository for s in scenarios}
