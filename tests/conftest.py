@@ -83,6 +83,22 @@ def postgres_server_url() -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture
+def empty_postgres(postgres_server_url: str) -> Iterator[str]:
+    """A database with nothing in it, created for this test (the
+    processes a test starts migrate it on first use)."""
+    name = f"sheriff_empty_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A migrated SQLite file, copied for each test instead of migrating every time."""

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -51,7 +51,47 @@ def _read_toml() -> dict[str, Any]:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable TOML file: {exc}") from exc
-    return data.get("sheriff", data)
+    chosen = dict(data.get("sheriff", data))
+    # `[repository.<name>]` tables may sit beside a `[sheriff]` table or inside it.
+    if "sheriff" in data and isinstance(data.get("repository"), dict):
+        chosen.setdefault("repository", data["repository"])
+    return chosen
+
+
+class RepositorySettings(BaseModel):
+    """A `[repository.<name>]` table: what differs for one repository (None: the global)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    queue_prefixes: list[str] | None = None
+    tiers: list[int] | None = None
+    policy: str | None = None
+    backfill_strategy: str | None = None
+    backfill_enabled: bool | None = None
+    retriggers_per_push: int | None = Field(None, ge=0)
+    retriggers_per_day: int | None = Field(None, ge=0)
+    backfill_runs_per_day: int | None = Field(None, ge=0)
+
+    @field_validator("tiers")
+    @classmethod
+    def _tiers(cls, tiers: list[int] | None) -> list[int] | None:
+        if tiers is not None and (not tiers or any(t not in (1, 2, 3) for t in tiers)):
+            raise ValueError("tiers must list some of 1, 2, 3")
+        return tiers
+
+
+# Per-repository names and the global setting each one overrides.
+_REPOSITORY_OVERRIDES = {
+    "queue_prefixes": "queue_prefixes",
+    "tiers": "tiers",
+    "policy": "policy",
+    "backfill_strategy": "backfill_strategy",
+    "backfill_enabled": "backfill_enabled",
+    "retriggers_per_push": "retriggers_per_push",
+    "retriggers_per_day": "retriggers_per_repository_per_day",
+    "backfill_runs_per_day": "backfill_runs_per_repository_per_day",
+}
 
 
 class Settings(BaseSettings):
@@ -102,7 +142,17 @@ class Settings(BaseSettings):
 
     # Triage (SPEC §3).
     repositories: list[str] = ["autoland"]
+    # `[repository.<name>]` tables: per-repository overrides (RepositorySettings); a name
+    # there is watched too unless `enabled = false`.
+    repository: dict[str, RepositorySettings] = {}
     queue_prefixes: list[str] = ["gecko-t/t-linux-"]
+    tiers: list[int] = [1, 2]  # SPEC §3 rule 2: other tiers are left alone
+
+    # Budgets (docs/service.md): None is no cap. Retriggers sheriff asks for on one push,
+    # and on one repository in any 24 hours; backfilled runs on one repository in 24 hours.
+    retriggers_per_push: int | None = Field(None, ge=0)
+    retriggers_per_repository_per_day: int | None = Field(None, ge=0)
+    backfill_runs_per_repository_per_day: int | None = Field(None, ge=0)
     # `history` decides with far fewer retriggers and false regressions than `seed`, the
     # exact rule of SPEC §3 (figures in README.md and docs/history-policy.md).
     policy: str = "history"
@@ -131,6 +181,20 @@ class Settings(BaseSettings):
     # A request left `sending` longer is reconciled with its task group, then resent.
     actions_lease_minutes: float = Field(15, ge=0)
 
+    # The service (`sheriff listen`, `sheriff worker`; docs/service.md).
+    celery_broker_url: str = "amqp://guest:guest@127.0.0.1:5672//"
+    celery_queue: str = "sheriff"  # the Celery queue listen hands work to
+    # Pulse queues are named queue/<pulse user>/<name>; durable, survives restarts.
+    pulse_queue: str = "queue/sheriff/triage"
+    # CI's clock when it is not the wall clock: a URL answering {"now": ISO 8601} (a
+    # simulator's /__sim__/clock). Unset: the wall clock.
+    ci_clock_url: str | None = None
+    # Wall-clock seconds between the catch-up passes `sheriff worker --beat` schedules:
+    # pushes with open cases (what waits on Treeherder) and the whole window (Pulse missed).
+    open_cases_every_seconds: float = Field(60.0, gt=0)
+    catch_up_every_seconds: float = Field(600.0, gt=0)
+    catch_up_window_hours: float = Field(6.0, gt=0)
+
     # Serving.
     api_token: str | None = None  # bearer token that write endpoints require
     serve_workers: int | None = Field(None, ge=1, le=64)  # `sheriff serve` processes; None: CPUs
@@ -155,6 +219,36 @@ class Settings(BaseSettings):
         from sheriff.backfill.settings import known_strategy
 
         return known_strategy(name)
+
+    @field_validator("tiers")
+    @classmethod
+    def _known_tiers(cls, tiers: list[int]) -> list[int]:
+        return RepositorySettings._tiers(tiers) or tiers
+
+    @property
+    def watched_repositories(self) -> list[str]:
+        """The repositories one deployment watches: `repositories` and every
+        `[repository.<name>]` table, in that order, less those with `enabled = false`."""
+        names = list(dict.fromkeys([*self.repositories, *self.repository]))
+        return [n for n in names if self.repository.get(n, RepositorySettings()).enabled]
+
+    def for_repository(self, name: str) -> Settings:
+        """These settings with the `[repository.<name>]` overrides applied."""
+        section = self.repository.get(name)
+        if section is None:
+            return self
+        update = {
+            target: getattr(section, source)
+            for source, target in _REPOSITORY_OVERRIDES.items()
+            if getattr(section, source) is not None
+        }
+        try:
+            # Validated like the global settings: an unknown policy is refused in one line.
+            return type(self).model_validate({**self.model_dump(), **update})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            message = first["msg"].removeprefix("Value error, ")
+            raise ConfigError(f"invalid setting repository.{name}: {message}") from exc
 
     @property
     def has_taskcluster_credentials(self) -> bool:

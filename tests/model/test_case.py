@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -109,3 +110,11 @@ def test_errorsummary_state_and_artifact(reference) -> None:
     names = ["public/logs/live_backing.log", "public/test_info/xpcshell_errorsummary.log"]
     assert errorsummary_artifact(names) == "public/test_info/xpcshell_errorsummary.log"
     assert errorsummary_artifact(names[:1]) is None
+
+
+def test_the_tiers_triaged_are_a_setting() -> None:
+    # `tiers` of the settings (or of a [repository.<name>] table) reach SPEC §3 rule 2.
+    tier2 = dataclasses.replace(RUN, tier=2)
+    assert eligibility(tier2).status is EligibilityStatus.ELIGIBLE
+    assert eligibility(tier2, tiers=[1]).status is EligibilityStatus.WRONG_TIER
+    assert "tier 2 is not 1" in eligibility(tier2, tiers=[1]).reason

@@ -7,15 +7,12 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from sheriff.store import db
-from tests.conftest import POSTGRES_URL
 
 PROCESSES = 4
 # Each process waits for the same moment, then upgrades: the migrations really race.
@@ -61,21 +58,6 @@ def _assert_all_at_head(results: list[subprocess.CompletedProcess[str]], url: st
         assert "job" in sa.inspect(engine).get_table_names()
     finally:
         engine.dispose()
-
-
-@pytest.fixture
-def empty_postgres(postgres_server_url: str) -> Iterator[str]:
-    """A database with nothing in it, created for this test."""
-    name = f"sheriff_first_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(POSTGRES_URL).set(database=name).render_as_string(False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.mark.postgres

@@ -26,9 +26,16 @@ def sim() -> Iterator[SimServer]:
 
 
 def make_triage(
-    engine, sim: SimServer, *, live: bool = True, policy: str = "seed", backfill: str = "off"
+    engine,
+    sim: SimServer,
+    *,
+    live: bool = True,
+    policy: str = "seed",
+    backfill: str = "off",
+    **overrides: object,
 ) -> Triage:
     settings = load_settings(
+        **overrides,
         database_url=str(engine.url),
         taskcluster_root_url=sim.root_url,
         treeherder_url=sim.root_url,

@@ -118,7 +118,7 @@ class Interrupted(Exception):
 
 def test_a_pass_killed_after_planning_resumes_without_asking_twice(engine, sim, monkeypatch):
     triage = make_triage(engine, sim)
-    real_send = engine_module.Triage._send
+    real_send = engine_module.Triage.send
     crashed = []
 
     def send_then_crash(self, summary, now):
@@ -129,7 +129,7 @@ def test_a_pass_killed_after_planning_resumes_without_asking_twice(engine, sim, 
             raise Interrupted  # the process dies between committing the plan and sending it
         return real_send(self, summary, now)
 
-    monkeypatch.setattr(engine_module.Triage, "_send", send_then_crash)
+    monkeypatch.setattr(engine_module.Triage, "send", send_then_crash)
     with pytest.raises(Interrupted):
         drive(triage, sim)
     assert crashed

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from sheriff.actions.usage import backfill_runs
 from sheriff.backfill.evidence import WindowEvidence, classify, window_evidence
 from sheriff.backfill.reports import (
     BACKFILLED,
@@ -305,6 +306,23 @@ class _Step:
         ).scalar_one()
         return used >= self.settings.max_per_platform_per_day
 
+    def _over_repository_budget(self, requests: list[RunRequest]) -> bool:
+        """Whether these runs would pass the repository's daily backfill budget; the record
+        then waits, saying so, until the budget pays (or it times out on what it has)."""
+        cap = self.settings.runs_per_repository_per_day
+        if cap is None:
+            return False
+        repo = self._push(self.context["push_id"]).name
+        wanted = sum(r.times * len(r.pushes) for r in requests)
+        used = backfill_runs(self.conn, repo, since=self.now - timedelta(days=1))
+        if used + wanted <= cap:
+            return False
+        self.values["reason"] = (
+            f"waiting: backfill budget of {repo} spent ({used} of {cap} runs in 24 hours; "
+            f"{wanted} more wanted)"
+        )
+        return True
+
     # -- the search --------------------------------------------------------------------
 
     def _search(self) -> None:
@@ -321,7 +339,7 @@ class _Step:
             self._found(decision.culprit)
         elif decision.fail:
             self._fail(decision.fail)
-        elif decision.requests:
+        elif decision.requests and not self._over_repository_budget(decision.requests):
             self._request(decision.requests)
 
     def _state(self) -> tuple[Search, WindowEvidence]:

@@ -34,6 +34,8 @@ class BackfillSettings(BaseModel):
     miss_probability: float = Field(0.05, gt=0.0, lt=1.0)  # P(intermittent taken as absent)
     max_runs_per_push: int = Field(8, ge=1, le=8)
     max_per_platform_per_day: int = Field(50, ge=0)
+    # Backfilled runs asked for on one repository in 24 hours (a budget; None: no cap).
+    runs_per_repository_per_day: int | None = Field(None, ge=0)
     maturity_minutes: float = Field(30.0, ge=0.0)  # before a report is acted on
     timeout_hours: float = Field(10.0, gt=0.0)  # a record not done by then fails
     # Requested runs that have not appeared by then count as never coming.

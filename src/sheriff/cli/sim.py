@@ -34,19 +34,31 @@ def serve(
 
     from rich.console import Console
 
+    from sheriff.errors import InputError
     from sheriff.sim.scenario import load_scenario
     from sheriff.sim.server import SimServer
 
     console = Console(stderr=True)
+    from sheriff.sim.multi import is_multi
+    from sheriff.sim.scenario import resolve_scenario
+
     with console.status(f"loading {scenario}"):
-        loaded = load_scenario(scenario)
-        if seed is not None:
-            loaded = loaded.model_copy(update={"seed": seed})
-        sim = SimServer(loaded, port=port, pulse_url=pulse_url)
+        if is_multi(resolve_scenario(scenario)):
+            # Several repositories, one world each (docs/scenarios.md).
+            if seed is not None:
+                raise InputError("--seed applies to one scenario; set each repository's seed")
+            sim = SimServer(resolve_scenario(scenario), port=port, pulse_url=pulse_url)
+            title = ", ".join(w.scenario.repository for w in sim.worlds)
+        else:
+            loaded = load_scenario(scenario)
+            if seed is not None:
+                loaded = loaded.model_copy(update={"seed": seed})
+            sim = SimServer(loaded, port=port, pulse_url=pulse_url)
+            title = loaded.name
     sim.start()
     try:
         console.print(
-            f"{loaded.name}: serving at {sim.root_url} (virtual time {sim.now:%Y-%m-%d %H:%M}Z); "
+            f"{title}: serving at {sim.root_url} (virtual time {sim.now:%Y-%m-%d %H:%M}Z); "
             f"advance with POST {sim.root_url}/__sim__/advance?minutes=N; Ctrl-C stops",
             soft_wrap=True,
         )

@@ -102,6 +102,11 @@ def triage(
             f"{summary.requests_sent if live else summary.requests_dry_run} requests); "
             f"{summary.classifications_sent} classifications and {summary.alerts_sent} alerts "
             f"sent; {summary.open_cases} cases open"
+            + (
+                f"; {summary.budget_limited} cases held to a budget"
+                if summary.budget_limited
+                else ""
+            )
         )
         for deferred in summary.deferred:
             typer.echo(f"sheriff: warning: not read, asked again next pass: {deferred}", err=True)

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from sheriff.ci.artifacts import gunzipped
 from sheriff.errors import InputError
+from sheriff.ingest.pulse import run_update
 from sheriff.model.job import (
     PULSE_EXCHANGE_STATES,
     NotATreeherderJob,
@@ -104,14 +105,9 @@ def parse_pulse_file(path: Path) -> list[RunUpdate]:
             raise InputError(
                 f"{path}: message {key[:40]}: not a Taskcluster queue message: {exc}"
             ) from exc
-        run_id, status = checked["payload"]["runId"], checked["payload"]["status"]
-        run = status["runs"][run_id]
-        # Runs created as an exception (deadline exceeded) are never shown (as Treeherder).
-        if run.get("reasonCreated") == "exception" and checked["exchange"].endswith(
-            "task-exception"
-        ):
-            continue
-        updates.append(RunUpdate(status["taskId"], run_id, run))
+        update = run_update(checked)
+        if update is not None:
+            updates.append(update)
     return updates
 
 

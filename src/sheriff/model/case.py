@@ -15,7 +15,7 @@ the store keeps; `state_after_eligibility` (here) and `Decision.case_state`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -25,6 +25,7 @@ __all__ = [
     "AUTOMATIC_CLASSIFICATIONS",
     "CLASSIFICATION_NAMES",
     "DEFAULT_QUEUE_PREFIXES",
+    "DEFAULT_TIERS",
     "UNCLASSIFIED_IDS",
     "CaseState",
     "Eligibility",
@@ -65,7 +66,7 @@ def is_persons_classification(classification_id: int | None) -> bool:
     return classification_id is not None and classification_id not in AUTOMATIC_CLASSIFICATIONS
 
 
-_TRIAGED_TIERS = frozenset({1, 2})
+DEFAULT_TIERS = frozenset({1, 2})  # SPEC §3 rule 2
 
 
 class ErrorSummaryState(StrEnum):
@@ -141,7 +142,9 @@ class Eligibility:
 
 
 def eligibility(
-    run: OriginalRun, queue_prefixes: Iterable[str] = DEFAULT_QUEUE_PREFIXES
+    run: OriginalRun,
+    queue_prefixes: Iterable[str] = DEFAULT_QUEUE_PREFIXES,
+    tiers: Collection[int] = DEFAULT_TIERS,
 ) -> Eligibility:
     """Apply SPEC §3 steps 1-5, in that order, to a run.
 
@@ -162,8 +165,9 @@ def eligibility(
         reason = f"already classified by a person (failure classification {run.classification_id})"
         return Eligibility(status.CLASSIFIED, reason, 1)
     tier = 1 if run.tier is None else run.tier
-    if tier not in _TRIAGED_TIERS:
-        return Eligibility(status.WRONG_TIER, f"tier {tier} is not 1 or 2", 2)
+    if tier not in tiers:
+        triaged = " or ".join(str(t) for t in sorted(tiers))
+        return Eligibility(status.WRONG_TIER, f"tier {tier} is not {triaged}", 2)
     if run.state == "exception":
         return Eligibility(status.INFRA, "the task ended in exception", 4)
     if run.errorsummary is ErrorSummaryState.UNKNOWN:

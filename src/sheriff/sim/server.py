@@ -15,7 +15,7 @@ import uvicorn
 from sheriff.errors import ServiceError
 from sheriff.sim.app import create_app, stats_of
 from sheriff.sim.auth import AuthConfig
-from sheriff.sim.scenario import Scenario, load_scenario
+from sheriff.sim.scenario import Scenario, load_scenario, resolve_scenario
 from sheriff.sim.world import World
 
 
@@ -31,20 +31,38 @@ class SimServer:
         pulse_url: str | None = None,
         clients: dict[str, tuple[str, list[str]]] | None = None,
     ) -> None:
-        if not isinstance(scenario, Scenario):
-            scenario = load_scenario(scenario)
+        from sheriff.sim.multi import MultiApp, is_multi, load_multi, worlds_of
+
+        name, scenarios = None, []
+        if isinstance(scenario, Scenario):
+            scenarios = [scenario]
+        elif is_multi(resolve_scenario(scenario)):
+            name, scenarios = load_multi(resolve_scenario(scenario))
+        else:
+            scenarios = [load_scenario(scenario)]
+        first = scenarios[0]
         self._pulse = None
         if pulse_url:
             from sheriff.sim.pulse import PulsePublisher
 
-            faults = scenario.faults
-            seed = faults.seed if faults.seed is not None else scenario.seed
+            faults = first.faults
+            seed = faults.seed if faults.seed is not None else first.seed
             self._pulse = PulsePublisher(pulse_url, faults.pulse, seed)
-        self.world = World(scenario, listeners=[self._pulse.publish] if self._pulse else None)
-        self.auth = AuthConfig.default([scenario.repository])
+        listeners = [self._pulse.publish] if self._pulse else None
+        self.auth = AuthConfig.default([s.repository for s in scenarios])
         for client_id, (token, scopes) in (clients or {}).items():
             self.auth.add_client(client_id, token, scopes)
-        self.app = create_app(self.world, self.auth)
+        if name is None:
+            self.worlds = [World(first, listeners=listeners)]
+            self.app = create_app(self.worlds[0], self.auth)
+        else:
+            # Several repositories: one world each behind one root URL (sim/multi.py).
+            self.worlds = worlds_of(scenarios, listeners)
+            self._multi = MultiApp(
+                name, self.worlds, [create_app(w, self.auth) for w in self.worlds]
+            )
+            self.app = self._multi
+        self.world = self.worlds[0]
         self._host, self._port = host, port
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -64,12 +82,17 @@ class SimServer:
 
     def advance(self, minutes: float) -> None:
         """Move the virtual clock (and publish the Pulse messages on the way)."""
-        self.world.advance(minutes)
+        for world in self.worlds:
+            world.advance(minutes)
 
     def truth(self) -> dict[str, Any]:
+        if len(self.worlds) > 1:
+            return self._multi.truth()
         return self.world.played_truth()
 
     def stats(self) -> dict[str, Any]:
+        if len(self.worlds) > 1:
+            return self._multi.stats()
         return stats_of(self.app.state.counters, self.app.state.fault_counts)
 
     def start(self) -> SimServer:

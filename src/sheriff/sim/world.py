@@ -53,8 +53,17 @@ def platform_os(platform: str) -> str:
 class World:
     """Everything the simulated CI knows, advanced by a virtual clock."""
 
-    def __init__(self, scenario: Scenario, listeners: list[Transition] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        listeners: list[Transition] | None = None,
+        *,
+        push_id_offset: int = 0,
+        job_id_offset: int = 0,
+    ) -> None:
         self.scenario = scenario
+        # Treeherder ids of one world among several behind one Treeherder (sim/multi.py).
+        self._push_id_offset = push_id_offset
         self.seed = scenario.seed
         self.catalog = Catalog(scenario)
         self.start = scenario.start
@@ -76,7 +85,7 @@ class World:
         self.hook_triggered: list[str] = []  # action tasks created by triggerHook, in order
         self._events: list[tuple[float, int, str, Any]] = []
         self._sequence = 0
-        self._next_job_id = 1
+        self._next_job_id = 1 + job_id_offset
         self._static_chunks: dict[int, list[tuple[str, ...]]] = {}
         for i in range(scenario.pushes):
             self._at(i * scenario.push_interval_minutes, "push", i)
@@ -144,7 +153,7 @@ class World:
             index=index,
             revision=revision,
             pushlog_id=160_000 + index,
-            push_id=1_500_000 + index,
+            push_id=1_500_000 + self._push_id_offset + index,
             time=self.minutes,
             author=f"{author}@mozilla.com",
             decision_task_id=decision_id,

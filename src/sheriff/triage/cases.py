@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,10 @@ import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import strategy
+from sheriff.model.budget import Budget, tightest
 from sheriff.model.case import (
     CLASSIFICATION_NAMES,
+    DEFAULT_TIERS,
     CaseState,
     ErrorSummaryState,
     OriginalRun,
@@ -40,6 +42,7 @@ from sheriff.model.policy import (
 )
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import action_request, job, job_type, push, task_queue, triage_case
+from sheriff.triage.budgets import retrigger_budgets
 from sheriff.triage.observe import latest_runs, observations
 
 if TYPE_CHECKING:
@@ -67,6 +70,8 @@ class PushPlan:
     cancel: list[str] = field(default_factory=list)
     decided: Counter[str] = field(default_factory=Counter)
     request_key: str | None = None
+    # Cases whose retriggers a budget cut short this time (they decide on what they have).
+    budget_limited: int = 0
 
 
 def open_cases(conn: sa.Connection, push_ids: Sequence[int], policy: str, now: datetime) -> int:
@@ -172,13 +177,20 @@ def advance_push(
     count_dry_runs: bool = False,
     on_regression: Callable[[sa.Connection, int, datetime], object] | None = None,
     history_cache: PassCache | None = None,
+    tiers: Collection[int] = DEFAULT_TIERS,
+    retriggers_per_push: int | None = None,
+    retriggers_per_day: int | None = None,
 ) -> PushPlan:
     """Move every open case of one push forward; call inside a transaction.
 
     `history_cache` is shared by the pushes of one pass (the history policy's reads).
+    A retrigger budget (`retriggers_per_push`, `retriggers_per_day` on the repository) that
+    cannot pay for what a case's policy asks makes it decide at the runs it can still have
+    (`runs_wanted` lowered to them): at a cap, or when its pending runs are in.
     """
     plan = PushPlan()
     lock_push(conn, push_id)
+    budgets: tuple[Budget, ...] = ()
     cases = [
         dict(r)
         for r in conn.execute(
@@ -189,6 +201,15 @@ def advance_push(
     ]
     if not cases:
         return plan
+    if retriggers_per_push is not None or retriggers_per_day is not None:
+        budgets = retrigger_budgets(
+            conn,
+            repo=repo,
+            revision=revision,
+            now=now,
+            per_push=retriggers_per_push,
+            per_day=retriggers_per_day,
+        )
     runs = latest_runs(conn, push_id, {c["label"] for c in cases})
     by_job = {r["id"]: r for r in runs}
     queues = dict(conn.execute(sa.select(task_queue.c.id, task_queue.c.name)).all())
@@ -247,6 +268,7 @@ def advance_push(
                     retriggerable=bool(original["retriggerable"]),
                 ),
                 queue_prefixes,
+                tiers,
             )
             state = state_after_eligibility(verdict)
             if state.is_final:
@@ -292,13 +314,32 @@ def advance_push(
             history=history.case(original, o) if history is not None else None,
         )
         decision = policy.decide(evidence)
+        spent = None
+        if decision.kind is DecisionKind.RETRIGGER and budgets:
+            spent = tightest(tuple(b.spend(sum(plan.retriggers.values())) for b in budgets))
+            if spent is not None and spent.left is not None and decision.retriggers > spent.left:
+                # Not enough budget for what the policy asks: it decides on the runs it has
+                # and the few the budget still pays for.
+                cap = max(1, evidence.runs_existing_or_requested + spent.left)
+                decision = policy.decide(replace(evidence, runs_wanted=min(runs_wanted, cap)))
+                plan.budget_limited += 1
+            else:
+                spent = None
         record = decision.to_dict()
+        if spent is not None:
+            record["budget"] = spent.to_dict()
+            decision_reason = (
+                f"retrigger budget of the {spent.scope} spent ({spent.used} of {spent.cap} "
+                f"runs): {decision.reason}"
+            )
+        else:
+            decision_reason = decision.reason
         if decision.kind is DecisionKind.VERDICT:
             _decide(
                 conn,
                 case,
                 decision.verdict.value,
-                decision.reason,
+                decision_reason,
                 record,
                 now,
                 p_regression=decision.p_regression,
@@ -317,7 +358,7 @@ def advance_push(
                     runs_wanted=runs_wanted,
                     retriggers_requested=case["retriggers_requested"] + decision.retriggers,
                     evidence=record,
-                    rule=decision.reason,
+                    rule=decision_reason,
                     p_regression=decision.p_regression,
                     updated_at=now,
                 )

@@ -16,8 +16,9 @@ history policy's reads of earlier pushes are shared by all the pushes of a pass.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,6 +75,8 @@ from sheriff.triage.observe import (
     RunRef,
     fetchers,
     latest_runs,
+    observation_done,
+    observations,
     refresh_classifications,
 )
 from sheriff.triage.regressions import file_case, follow_regressions, report_of, serve_by
@@ -85,6 +88,7 @@ MANIFESTS_BY_TASK = "public/manifests-by-task.json.gz"
 # taken back that long, and is looked at again this often.
 REASSERT_FOR = timedelta(hours=36)
 REASSERT_EVERY = timedelta(minutes=30)
+PROTOCOL_HOURS = 1.0
 TESTS_BY_MANIFEST = "public/tests-by-manifest.json.gz"
 
 
@@ -108,6 +112,8 @@ class PassSummary:
     open_backfills: int = 0
     classifications_sent: int = 0
     alerts_sent: int = 0
+    # Cases whose retriggers a budget cut short (docs/service.md, "Budgets").
+    budget_limited: int = 0
     # Downloads that failed for one push and are asked again next pass (the pass went on).
     deferred: list[str] = field(default_factory=list)
 
@@ -153,6 +159,8 @@ class Triage:
         backfill: str | None = None,
     ) -> None:
         self.engine = engine
+        # The repository's `[repository.<name>]` overrides: its queues, tiers, policy, budgets.
+        settings = settings.for_repository(repo)
         self.settings = settings
         self.clients = clients
         self.treeherder = treeherder
@@ -183,6 +191,10 @@ class Triage:
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
         self._reasserted: dict[str, datetime] = {}  # revision → when its 8s were looked at
+        self._protocol: ActionsProtocol | None = None
+        self._protocol_since = 0.0
+        # Treeherder's push records asked for by revision (passes on given pushes).
+        self._th_pushes: dict[str, dict] = {}
 
     def run_pass(
         self,
@@ -191,13 +203,18 @@ class Triage:
         until: datetime,
         now: datetime | None = None,
         progress: Callable[[str], None] | None = None,
+        revisions: Collection[str] | None = None,
+        backfills: bool = True,
     ) -> PassSummary:
+        """One pass over the pushes of [since, until] and those with open cases; or, with
+        `revisions`, over those pushes alone (what a Pulse message names: the service).
+        `backfills` False leaves open backfills to a later `advance_backfills`."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
         self._interned.clear()
         self._th_jobs = {}
-        pushes = self._discover(since, until)
+        pushes = self._discover(since, until, revisions)
         summary.pushes = len(pushes)
         to_list = self._to_list(pushes)
         # Listing is waiting on the network; storing is work on the database: the next
@@ -224,8 +241,11 @@ class Triage:
             if state.listing is not None or state.decision_task_id is None
         ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
-        summary.runs_observed = self.observer.observe(self._runs_to_observe(with_cases), now)
+        # Classifications first: the job lists they read serve the observations too.
         self._refresh_classifications(with_cases, now)
+        summary.runs_observed = self.observer.observe(
+            self._runs_to_observe(with_cases), now, push_jobs=self._th_jobs_by_push()
+        )
         plans: list[PushPlan] = []
         history_cache = PassCache()
         for state in with_cases:
@@ -248,26 +268,40 @@ class Triage:
                     count_dry_runs=not self.live,
                     on_regression=self._file_regression,
                     history_cache=history_cache,
+                    tiers=self.settings.tiers,
+                    retriggers_per_push=self.settings.retriggers_per_push,
+                    retriggers_per_day=self.settings.retriggers_per_repository_per_day,
                 )
             plans.append(plan)
+            summary.budget_limited += plan.budget_limited
             summary.decided.update(plan.decided)
             summary.retriggers_asked += sum(plan.retriggers.values())
-        if self.backfill.enabled:
+        if backfills:
             say("advancing backfills")
-            backfills = advance_backfills(
-                self.engine,
-                now=now,
-                observe=lambda ids: self._observe_jobs(ids, now),
-                settings=self.backfill,
-                task_definition=self.clients.queue.task,
-            )
-            summary.backfill_requests = backfills.requests
-            summary.culprits = len(backfills.culprits)
+            self.advance_backfills(now, summary)
         with self.engine.begin() as conn:
             follow_regressions(conn, now)
-        self._send(summary, now)
+        self.send(summary, now)
         self._cancel([t for plan in plans for t in plan.cancel], summary)
         self._write_back(summary, now)
+        self._count_open(summary)
+        return summary
+
+    def advance_backfills(self, now: datetime, summary: PassSummary) -> None:
+        """Move every open backfill record a step (requests go out with `send`)."""
+        if not self.backfill.enabled:
+            return
+        backfills = advance_backfills(
+            self.engine,
+            now=now,
+            observe=lambda ids: self._observe_jobs(ids, now),
+            settings=self.backfill,
+            task_definition=self.clients.queue.task,
+        )
+        summary.backfill_requests += backfills.requests
+        summary.culprits += len(backfills.culprits)
+
+    def _count_open(self, summary: PassSummary) -> None:
         with self.engine.connect() as conn:
             summary.open_cases = conn.execute(
                 sa.select(sa.func.count())
@@ -279,17 +313,22 @@ class Triage:
                 .select_from(backfill_record)
                 .where(backfill_record.c.status.in_(OPEN_RECORD_STATUSES))
             ).scalar_one()
-        return summary
 
     # -- ingest ---------------------------------------------------------------------------
 
-    def _discover(self, since: datetime, until: datetime) -> dict[int, PushState]:
-        """Pushes in the window (from Treeherder) and every push with an open case."""
-        found = list(
-            self.treeherder.pushes(
-                self.repo, since=int(since.timestamp()), until=int(until.timestamp())
+    def _discover(
+        self, since: datetime, until: datetime, revisions: Collection[str] | None = None
+    ) -> dict[int, PushState]:
+        """Pushes in the window (from Treeherder) and every push with an open case; or the
+        pushes of `revisions` alone, those Treeherder knows."""
+        if revisions is not None:
+            found = self._pushes_of(revisions)
+        else:
+            found = list(
+                self.treeherder.pushes(
+                    self.repo, since=int(since.timestamp()), until=int(until.timestamp())
+                )
             )
-        )
         self._treeherder_push_ids.update({p["revision"]: int(p["id"]) for p in found})
         with self.engine.begin() as conn:
             interner = Interner(conn)
@@ -313,23 +352,99 @@ class Triage:
                 conn,
                 {by_revision[p["revision"]]: PushDetails.from_treeherder(p) for p in found},
             )
+            chosen = (
+                sa.or_(
+                    push.c.id.in_(list(ids.values())),
+                    push.c.id.in_(
+                        sa.select(triage_case.c.push_id).where(triage_case.c.state.in_(OPEN_STATES))
+                    ),
+                    push.c.id.in_(sorted(backfill_pushes(conn))),
+                )
+                if revisions is None
+                else push.c.id.in_(list(ids.values()))
+            )
+            rows = conn.execute(
+                sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
+                .join(repository, repository.c.id == push.c.repository_id)
+                .where(repository.c.name == self.repo, chosen)
+            ).all()
+        return {r.id: PushState(r.id, r.revision, r.decision_task_id) for r in rows}
+
+    def _pushes_of(self, revisions: Collection[str]) -> list[dict]:
+        """Treeherder's records of these pushes, each asked for once per process (a push
+        record does not change); a push Treeherder does not know yet is left out."""
+        for revision in sorted(set(revisions) - set(self._th_pushes)):
+            page = self.treeherder.get(f"/api/project/{self.repo}/push/", revision=revision)
+            for found in page.get("results", []):
+                if found["revision"] == revision:
+                    self._th_pushes[revision] = found
+        return [self._th_pushes[r] for r in revisions if r in self._th_pushes]
+
+    def due_revisions(self) -> list[str]:
+        """Revisions of pushes with an open case that waits on Treeherder or an artifact: a
+        run of its label that has resolved and is not fully observed (its original's
+        ingestion, errorsummary, log parsing; a retrigger's failure lines). A case waiting
+        only for runs still running is not due: their Pulse messages say when they end."""
+        with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(push.c.id, push.c.revision, push.c.decision_task_id)
                 .join(repository, repository.c.id == push.c.repository_id)
                 .where(
                     repository.c.name == self.repo,
-                    sa.or_(
-                        push.c.id.in_(list(ids.values())),
-                        push.c.id.in_(
-                            sa.select(triage_case.c.push_id).where(
-                                triage_case.c.state.in_(OPEN_STATES)
-                            )
-                        ),
-                        push.c.id.in_(sorted(backfill_pushes(conn))),
+                    push.c.id.in_(
+                        sa.select(triage_case.c.push_id).where(triage_case.c.state.in_(OPEN_STATES))
                     ),
                 )
             ).all()
-        return {r.id: PushState(r.id, r.revision, r.decision_task_id) for r in rows}
+        states = [PushState(r.id, r.revision, r.decision_task_id) for r in rows]
+        refs = self._runs_to_observe(states)
+        with self.engine.connect() as conn:
+            known = observations(conn, (r.job_id for r in refs))
+            push_of_job = dict(
+                conn.execute(
+                    sa.select(job.c.id, job.c.push_id).where(job.c.id.in_([r.job_id for r in refs]))
+                ).all()
+            )
+        due = {
+            push_of_job[r.job_id]
+            for r in refs
+            if not observation_done(known.get(r.job_id), r.errorsummary)
+        }
+        return [s.revision for s in states if s.push_id in due]
+
+    def watched_revisions(self) -> list[str]:
+        """Revisions of this repository's pushes a backfill waits for runs on."""
+        with self.engine.connect() as conn:
+            watched = sorted(backfill_pushes(conn))
+            if not watched:
+                return []
+            return list(
+                conn.execute(
+                    sa.select(push.c.revision)
+                    .join(repository, repository.c.id == push.c.repository_id)
+                    .where(repository.c.name == self.repo, push.c.id.in_(watched))
+                ).scalars()
+            )
+
+    def open_labels(self, revisions: Collection[str]) -> dict[str, set[str]]:
+        """The labels of the open cases of these pushes, by revision (pushes with some)."""
+        if not revisions:
+            return {}
+        found: dict[str, set[str]] = {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(push.c.revision, triage_case.c.label)
+                .join(push, push.c.id == triage_case.c.push_id)
+                .join(repository, repository.c.id == push.c.repository_id)
+                .where(
+                    repository.c.name == self.repo,
+                    push.c.revision.in_(list(revisions)),
+                    triage_case.c.state.in_(OPEN_STATES),
+                )
+            )
+            for revision, label in rows:
+                found.setdefault(revision, set()).add(label)
+        return found
 
     def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
         """Pushes whose task group can still change what sheriff knows."""
@@ -410,6 +525,20 @@ class Triage:
             if was is None or (j.get("state") == "completed" and was != "completed"):
                 return True
         return False
+
+    def _th_jobs_by_push(self) -> dict[int, list[dict]]:
+        """Treeherder's job lists read this pass, by Treeherder's push id."""
+        with self.engine.connect() as conn:
+            revisions = dict(
+                conn.execute(
+                    sa.select(push.c.id, push.c.revision).where(push.c.id.in_(list(self._th_jobs)))
+                ).all()
+            )
+        return {
+            self._treeherder_push_ids[revisions[p]]: jobs
+            for p, jobs in self._th_jobs.items()
+            if revisions.get(p) in self._treeherder_push_ids
+        }
 
     def _refresh_classifications(self, states: Sequence[PushState], now: datetime) -> None:
         """Treeherder's classification of every open case's original, as it stands now.
@@ -597,8 +726,9 @@ class Triage:
 
     # -- actions --------------------------------------------------------------------------
 
-    def _send(self, summary: PassSummary, now: datetime) -> None:
-        protocol = ActionsProtocol(self.clients)
+    def send(self, summary: PassSummary, now: datetime) -> None:
+        """Send what the request log holds (each request once, whoever else sends)."""
+        protocol = self._actions_protocol()
         lease = request_log.lease_of(self.settings)
         rows = request_log.dispatch(
             self.engine, protocol, dry_run=not self.live, lease=lease, now=now
@@ -679,11 +809,11 @@ class Triage:
             and revision in self._treeherder_push_ids
         }
         for revision in sorted(due):
+            th_jobs = self._jobs_of_push(self._treeherder_push_ids[revision])
+            if th_jobs is None:
+                continue  # Treeherder did not answer: looked at again next pass
             self._reasserted[revision] = now
-            shown = {
-                int(j["id"]): int(j.get("failure_classification_id") or 1)
-                for j in self.treeherder.jobs_of_push(self._treeherder_push_ids[revision])
-            }
+            shown = {int(j["id"]): int(j.get("failure_classification_id") or 1) for j in th_jobs}
             with self.engine.begin() as conn:
                 reassert(conn, self.repo, written[revision], shown, now=now)
 
@@ -700,6 +830,18 @@ class Triage:
             self.observer.observe(
                 [RunRef(r.id, r.task_id, r.run_id, result=r.result) for r in rows], now
             )
+
+    def _actions_protocol(self) -> ActionsProtocol:
+        """One protocol for the passes of an hour: what it reads (actions.json, task
+        definitions, a decision task's expanded scopes) is asked once, not once per pass;
+        renewed hourly so that a role's change is seen and the caches stay small."""
+        if (
+            self._protocol is None
+            or time.monotonic() - self._protocol_since > PROTOCOL_HOURS * 3600
+        ):
+            self._protocol = ActionsProtocol(self.clients)
+            self._protocol_since = time.monotonic()
+        return self._protocol
 
     def _cancel(self, task_ids: Sequence[str], summary: PassSummary) -> None:
         if not self.live:

@@ -140,15 +140,28 @@ class Observer:
         self.repo = repo
         self.raw_log_after = raw_log_after
 
-    def observe(self, runs: Sequence[RunRef], now: datetime) -> int:
-        """Bring the observations of `runs` up to date; returns how many changed."""
+    def observe(
+        self,
+        runs: Sequence[RunRef],
+        now: datetime,
+        push_jobs: Mapping[int, Sequence[dict[str, Any]]] | None = None,
+    ) -> int:
+        """Bring the observations of `runs` up to date; returns how many changed.
+
+        `push_jobs`: Treeherder's job lists of pushes (by its push id) read already this
+        pass; a run found there is not asked for again (one that is not, is)."""
         with self.engine.connect() as conn:
             known = observations(conn, (r.job_id for r in runs))
         pending = [r for r in runs if not observation_done(known.get(r.job_id), r.errorsummary)]
         ingested = Ingested()
         try:
             ingested = self._ingested_jobs(
-                [r for r in pending if (known.get(r.job_id) or {}).get("treeherder_job_id") is None]
+                [
+                    r
+                    for r in pending
+                    if (known.get(r.job_id) or {}).get("treeherder_job_id") is None
+                ],
+                push_jobs or {},
             )
             ingested.parse_statuses = self._parse_statuses(
                 [
@@ -179,10 +192,16 @@ class Observer:
                 changed += 1
         return changed
 
-    def _ingested_jobs(self, runs: Sequence[RunRef]) -> Ingested:
+    def _ingested_jobs(
+        self, runs: Sequence[RunRef], push_jobs: Mapping[int, Sequence[dict[str, Any]]]
+    ) -> Ingested:
         """Treeherder's jobs of these runs, one call per push for pushes with several."""
-        by_push = Counter(r.treeherder_push_id for r in runs if r.treeherder_push_id is not None)
         ingested = Ingested()
+        for push_id in {r.treeherder_push_id for r in runs} & set(push_jobs):
+            for th_job in push_jobs[push_id]:
+                ingested.jobs[(th_job["task_id"], int(th_job.get("retry_id", 0)))] = th_job
+        runs = [r for r in runs if (r.task_id, r.run_id) not in ingested.jobs]
+        by_push = Counter(r.treeherder_push_id for r in runs if r.treeherder_push_id is not None)
         for push_id, count in by_push.items():
             if count > 1:
                 ingested.pushes.add(push_id)

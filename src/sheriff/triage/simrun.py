@@ -52,8 +52,9 @@ class SimProcess:
     """`sheriff sim serve` in a child process: sheriff and the simulator each get a core,
     and sheriff reaches the simulator only over HTTP, as it would reach Firefox CI."""
 
-    def __init__(self, scenario_path: Path) -> None:
+    def __init__(self, scenario_path: Path, *, pulse_url: str | None = None) -> None:
         self.scenario_path = scenario_path
+        self.pulse_url = pulse_url
         self.root_url = ""
         self._process: subprocess.Popen[str] | None = None
         self._admin: httpx.Client | None = None
@@ -62,6 +63,8 @@ class SimProcess:
 
     def __enter__(self) -> SimProcess:
         command = [sys.executable, "-m", "sheriff", "sim", "serve", "--port", "0"]
+        if self.pulse_url:
+            command += ["--pulse-url", self.pulse_url]
         self._process = subprocess.Popen(
             [*command, "--scenario", str(self.scenario_path)],
             stdout=subprocess.PIPE,
@@ -214,7 +217,7 @@ def play(
     from sheriff.sim.scenario import load_scenario, resolve_scenario
 
     path = resolve_scenario(scenario_path)
-    scenario = load_scenario(path)
+    scenario = scenarios_of(path)
     options = {
         "policy": policy,
         "backfill": backfill,
@@ -223,7 +226,7 @@ def play(
         "pass_minutes": pass_minutes,
     }
     started = time.perf_counter()
-    if not scenario.faults.active:
+    if isinstance(scenario, list) or not scenario.faults.active:
         metrics, _ = _play_once(path, scenario, database_url, progress, **options)
         metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
         return metrics
@@ -236,6 +239,30 @@ def play(
     metrics["faults"] = {**metrics["faults"], **compare_plays(clean, faulty)}
     metrics["wall_seconds"] = round(time.perf_counter() - started, 1)
     return metrics
+
+
+def scenarios_of(path: Path) -> Any:
+    """The scenario of a file; a list of them for a multi-repository file (sim/multi.py)."""
+    from sheriff.sim.multi import is_multi, load_multi
+    from sheriff.sim.scenario import load_scenario
+
+    return load_multi(path)[1] if is_multi(path) else load_scenario(path)
+
+
+def play_with_outcomes(
+    path: Path, scenario: Any, **options: Any
+) -> tuple[dict[str, Any], dict[str, tuple[str, str | None]]]:
+    """One play without the faults comparison: its metrics and each case's (state, verdict)
+    by the task id of its original run (what other ways of running sheriff are held to)."""
+    chosen = {
+        "policy": None,
+        "backfill": None,
+        "same_manifests": True,
+        "queue_prefixes": None,
+        "pass_minutes": 10,
+        **options,
+    }
+    return _play_once(path, scenario, None, None, **chosen)
 
 
 def _play_once(
@@ -251,7 +278,8 @@ def _play_once(
     pass_minutes: int,
 ) -> tuple[dict[str, Any], dict[str, tuple[str, str | None]]]:
     """One play: the metrics, and each case's (state, verdict) by task id."""
-    faulty = scenario.faults.active
+    scenarios = scenario if isinstance(scenario, list) else [scenario]
+    faulty = scenarios[0].faults.active and len(scenarios) == 1
     tracebacks: list[str] = []
     failed_passes = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,7 +293,7 @@ def _play_once(
                 treeherder_url=sim.root_url,
                 taskcluster_client_id=SIM_CLIENT_ID,
                 taskcluster_access_token=SIM_ACCESS_TOKEN,
-                repositories=[scenario.repository],
+                repositories=[s.repository for s in scenarios],
                 backfill_same_manifests=same_manifests,
                 # Write-back and alerts go to the simulator's Treeherder and Matrix room,
                 # which score them (`load` in the metrics).
@@ -279,24 +307,31 @@ def _play_once(
                 sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
             )
             treeherder = Treeherder(sim.root_url)
-            triage = Triage(
-                engine,
-                settings,
-                clients,
-                treeherder,
-                repo=scenario.repository,
-                live=True,
-                backfill=backfill,
-            )
+            # One Triage per repository, each pass over all of them (as one cron job would).
+            triages = [
+                Triage(
+                    engine,
+                    settings,
+                    clients,
+                    treeherder,
+                    repo=s.repository,
+                    live=True,
+                    backfill=backfill,
+                )
+                for s in scenarios
+            ]
+            triage = triages[0]
             begin = sim.now
-            last_push = begin + timedelta(minutes=scenario.push_interval_minutes * scenario.pushes)
+            span = max(s.push_interval_minutes * s.pushes for s in scenarios)
+            last_push = begin + timedelta(minutes=span)
             deadline = last_push + timedelta(hours=EXTRA_HOURS)
             window = timedelta(hours=6)
             failing_since: datetime | None = None
             while sim.now < deadline:
                 sim.advance(minutes=pass_minutes)
                 try:
-                    summary = triage.run_pass(since=sim.now - window, until=sim.now, now=sim.now)
+                    for each in triages:
+                        summary = each.run_pass(since=sim.now - window, until=sim.now, now=sim.now)
                 except ServiceError:
                     # A pass that met an outage stops where it was; the next one continues,
                     # as a cron-driven pass would. Only a lasting outage ends the play.

@@ -1,0 +1,122 @@
+"""The service against polling, on the simulator with Pulse on (RabbitMQ and PostgreSQL).
+
+Plays one world three ways: `sheriff sim run` (a polling `sheriff triage` pass every ten
+virtual minutes, lockstep with the clock), then `sheriff listen` + 1 worker and + 2
+workers (real processes, real Celery) while the simulator's clock runs freely at
+`--speed` virtual minutes per wall second. Prints, side by side: failure message →
+retrigger request in wall seconds (target p95 <= 5 s), Taskcluster + Treeherder requests
+per eligible case (target: the service at most half of polling), throughput, and whether
+every case's verdict is the one polling reached. Never fails on a figure.
+
+    .venv/bin/python benchmarks/service.py [--scenario small] [--workers 1,2] [--speed 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from sheriff.service.simplay import AMQP_URL, ServicePlay
+from sheriff.sim.scenario import resolve_scenario
+from sheriff.triage.simrun import play_with_outcomes, scenarios_of
+
+ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
+
+
+def _database(admin_url: str) -> tuple[str, str]:
+    name = f"sheriff_bench_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return name, sa.engine.make_url(admin_url).set(database=name).render_as_string(False)
+
+
+def _drop(admin_url: str, name: str) -> None:
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _requests(metrics: dict[str, Any]) -> float:
+    per_case = metrics["http_requests_per_eligible_case"]
+    return per_case["taskcluster"] + per_case["treeherder"]
+
+
+def _print_row(label: str, m: dict[str, Any], base: float) -> None:
+    service = m.get("service", {})
+    latency = service.get("failure_to_retrigger_seconds", {})
+    lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
+    tasks = service.get("tasks_per_second", "-")
+    print(
+        f"{label:28} {lat:>25} {_requests(m):>15.2f} {_requests(m) / base:>10.2f}x "
+        f"{m.get('verdicts_differing_from_polling', 0):>11} {m['wall_seconds']:>7} "
+        f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="small")
+    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--speed", type=float, default=10.0, help="virtual minutes per second")
+    parser.add_argument("--open-cases-every", type=float, default=1.0, help="wall seconds")
+    parser.add_argument("--admin-url", default=ADMIN_URL, help="PostgreSQL to create dbs in")
+    parser.add_argument("--amqp-url", default=AMQP_URL)
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--wall-limit", type=float, default=900.0, help="a service play stops after this"
+    )
+    args = parser.parse_args()
+    path = resolve_scenario(args.scenario)
+    print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
+    print(
+        f"{'':28} {'fail→retrigger p50/p95 s':>25} {'TC+TH per case':>15} {'vs polling':>11} "
+        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}",
+        flush=True,
+    )
+    started = time.perf_counter()
+    polling, expected = play_with_outcomes(path, scenarios_of(path))
+    polling["wall_seconds"] = round(time.perf_counter() - started, 1)
+    rows: list[tuple[str, dict[str, Any]]] = [("polling (sheriff sim run)", polling)]
+    base = _requests(polling)
+    _print_row(rows[0][0], polling, base)
+    for workers in [int(w) for w in args.workers.split(",")]:
+        name, url = _database(args.admin_url)
+        try:
+            played = ServicePlay(
+                path,
+                url,
+                amqp_url=args.amqp_url,
+                workers=workers,
+                speed=args.speed,
+                open_cases_every_seconds=args.open_cases_every,
+                wall_limit_seconds=args.wall_limit,
+            ).run()
+        finally:
+            _drop(args.admin_url, name)
+        outcome = played.pop("outcome")
+        changed = sorted(
+            t for t in expected.keys() | outcome.keys() if expected.get(t) != outcome.get(t)
+        )
+        played["verdicts_differing_from_polling"] = len(changed)
+        played["differing"] = [
+            {"task_id": t, "polling": expected.get(t), "service": outcome.get(t)} for t in changed
+        ]
+        label = f"listen + {workers} worker{'s' * (workers > 1)}"
+        rows.append((label, played))
+        _print_row(label, played, base)
+    if args.json:
+        args.json.write_text(json.dumps(dict(rows), indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The Celery application and its tasks: what a Pulse batch implies, and the catch-up passes.
+
+Every task is acknowledged late and given back when its worker dies, so a task whose
+worker is killed midway runs again on another; each is safe to repeat (the passes read
+their state from the store and from CI, and the request log sends each action once).
+
+- `sheriff.events(repo, messages)`: store the runs of a batch of Pulse messages, then pass
+  the pushes they name that can move a case: a push with a failed or exception test run
+  (a case may open) or with open cases or a backfill watching it (list it, open and
+  advance the cases, ask for retriggers, observe Treeherder); a push that has moved a
+  backfill also advances the backfills.
+- `sheriff.open_cases(repo)`: the pushes with open cases or watched by a backfill, and the
+  backfills: what waits on Treeherder (ingestion, log parsing), which Pulse does not tell.
+- `sheriff.catch_up(repo)`: the polling pass over the window (`sheriff triage`), for what
+  Pulse never delivered: a lost message delays a verdict, never loses it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery
+
+from sheriff.config import Settings, settings
+from sheriff.errors import ServiceError
+from sheriff.ingest.pulse import TaskEvent, event_of, store_events
+from sheriff.model.job import TaskShapeError
+from sheriff.service.runtime import Runtime
+from sheriff.triage.engine import PassSummary, Triage
+
+log = logging.getLogger(__name__)
+
+TEST_KINDS = (None, "test")  # None: a message without the task's tags
+
+
+def make_app(config: Settings) -> Celery:
+    app = Celery("sheriff", broker=config.celery_broker_url, set_as_current=True)
+    app.conf.update(
+        task_default_queue=config.celery_queue,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        result_backend=None,
+        # A task is acknowledged only when it has run, and given back when its worker is
+        # killed: nothing a message implies is lost with a worker.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        # `sheriff listen` acknowledges Pulse only after the broker confirmed the task.
+        broker_transport_options={"confirm_publish": True},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        beat_schedule={
+            "open-cases": {
+                "task": "sheriff.open_cases",
+                "schedule": config.open_cases_every_seconds,
+                "options": {"expires": config.open_cases_every_seconds},
+            },
+            "catch-up": {
+                "task": "sheriff.catch_up",
+                "schedule": config.catch_up_every_seconds,
+                "options": {"expires": config.catch_up_every_seconds},
+            },
+        },
+    )
+    return app
+
+
+app = make_app(settings())
+_runtime: Runtime | None = None
+LIVE = {"live": False}  # `sheriff worker --live` sets it before the worker starts
+
+
+def runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime.from_settings(settings(), live=LIVE["live"])
+    return _runtime
+
+
+def _events(repo: str, messages: list[dict[str, Any]]) -> list[TaskEvent]:
+    events = []
+    for m in messages:
+        try:
+            event = event_of(m["exchange"], m["payload"], m.get("routes", []))
+        except (TaskShapeError, KeyError, TypeError) as exc:
+            log.warning("a Pulse message refused: %s", exc)
+            continue
+        if event.repo == repo:
+            events.append(event)
+    return events
+
+
+# An outage of CI or the store: the same batch again a little later (then the catch-up).
+RETRY = {"autoretry_for": (ServiceError,), "retry_backoff": 2, "max_retries": 5}
+
+
+@app.task(name="sheriff.events", **RETRY)
+def events(repo: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    rt = runtime()
+    triage = rt.triage(repo)
+    batch = _events(repo, messages)
+    stored = store_events(rt.engine, batch)
+    revisions = sorted(pushes_to_pass(triage, batch))
+    summary = PassSummary()
+    if revisions:
+        now = rt.now()
+        summary = triage.run_pass(
+            since=now, until=now, now=now, revisions=revisions, backfills=False
+        )
+        if summary.decided.get("regression"):
+            triage.advance_backfills(now, summary)  # a report opened: its first step now
+            triage.send(summary, now)
+    return _report(summary, messages=len(messages), runs=stored.jobs_updated, pushes=revisions)
+
+
+def pushes_to_pass(triage: Triage, batch: list[TaskEvent]) -> set[str]:
+    """The pushes of a batch whose pass can move a case or a backfill: a failed test run
+    (a case may open), a resolved run of a label with an open case on its push (a
+    retrigger's result), any resolved run on a push a backfill watches."""
+    failed = {e.revision for e in batch if e.failed and e.kind in TEST_KINDS}
+    watched = set(triage.watched_revisions())
+    open_labels = triage.open_labels({e.revision for e in batch} - failed - watched)
+    return (
+        failed
+        | {e.revision for e in batch if e.revision in watched}
+        | {
+            e.revision
+            for e in batch
+            if e.revision in open_labels and (e.label is None or e.label in open_labels[e.revision])
+        }
+    )
+
+
+@app.task(name="sheriff.open_cases", **RETRY)
+def open_cases(repo: str | None = None) -> dict[str, Any]:
+    rt = runtime()
+    reports = {}
+    for name in [repo] if repo else rt.settings.watched_repositories:
+        triage = rt.triage(name)
+        now = rt.now()
+        summary = triage.run_pass(since=now, until=now, now=now, revisions=triage.due_revisions())
+        reports[name] = _report(summary)
+    return reports
+
+
+@app.task(name="sheriff.catch_up")
+def catch_up(repo: str | None = None) -> dict[str, Any]:
+    rt = runtime()
+    window = timedelta(hours=rt.settings.catch_up_window_hours)
+    reports = {}
+    for name in [repo] if repo else rt.settings.watched_repositories:
+        now = rt.now()
+        summary = rt.triage(name).run_pass(since=now - window, until=now, now=now)
+        reports[name] = _report(summary)
+    return reports
+
+
+def _report(summary: PassSummary, **extra: Any) -> dict[str, Any]:
+    return {
+        **extra,
+        "cases_opened": summary.cases_opened,
+        "decided": dict(summary.decided),
+        "retriggers_asked": summary.retriggers_asked,
+        "requests_sent": summary.requests_sent,
+        "budget_limited": summary.budget_limited,
+        "open_cases": summary.open_cases,
+    }

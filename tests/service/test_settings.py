@@ -1,0 +1,64 @@
+"""Per-repository settings: `[repository.<name>]` tables of the TOML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sheriff.config import load_settings
+from sheriff.errors import ConfigError
+
+TOML = """
+[sheriff]
+repositories = ["autoland"]
+retriggers_per_push = 10
+
+[repository.autoland]
+queue_prefixes = ["gecko-t/t-linux-", "gecko-t/win"]
+retriggers_per_day = 300
+
+[repository.mozilla-central]
+policy = "seed"
+tiers = [1]
+backfill_strategy = "linear"
+
+[repository.try]
+enabled = false
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "sheriff.toml"
+    path.write_text(TOML)
+    monkeypatch.setenv("SHERIFF_CONFIG", str(path))
+    return path
+
+
+def test_one_deployment_watches_every_enabled_repository(config: Path) -> None:
+    assert load_settings().watched_repositories == ["autoland", "mozilla-central"]
+
+
+def test_a_repository_table_overrides_only_its_repository(config: Path) -> None:
+    settings = load_settings()
+    autoland = settings.for_repository("autoland")
+    assert autoland.queue_prefixes == ["gecko-t/t-linux-", "gecko-t/win"]
+    assert autoland.retriggers_per_repository_per_day == 300
+    assert autoland.retriggers_per_push == 10  # the global value where the table is silent
+    central = settings.for_repository("mozilla-central")
+    assert (central.policy, central.tiers, central.backfill_strategy) == ("seed", [1], "linear")
+    assert central.queue_prefixes == ["gecko-t/t-linux-"]
+    assert settings.for_repository("unlisted") is settings
+
+
+def test_a_bad_value_in_a_table_is_refused_naming_it(config: Path) -> None:
+    config.write_text(TOML + '\n[repository.beta]\npolicy = "coin-toss"\n')
+    with pytest.raises(ConfigError, match=r"repository\.beta"):
+        load_settings().for_repository("beta")
+    config.write_text(TOML + "\n[repository.beta]\ntiers = [4]\n")
+    with pytest.raises(ConfigError, match="tiers"):
+        load_settings()
+    config.write_text(TOML + "\n[repository.beta]\nqueues = []\n")
+    with pytest.raises(ConfigError, match="queues"):
+        load_settings()
