@@ -519,11 +519,6 @@ def pushes_of_revision(conn: sa.Connection, revision: str, repo_id: int | None) 
     return list(conn.execute(stmt.order_by(push.c.id)).scalars())
 
 
-def failed_jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
-    """The push's failed runs and the originals that have a case, by platform then label."""
-    return jobs_of_push(conn, push_id, failed_only=True)
-
-
 # What a push's page shows of each of its (thousands of) runs: no times, no task ids.
 _PUSH_PAGE_COLUMNS = (
     job.c.id,
@@ -541,12 +536,10 @@ _PUSH_PAGE_COLUMNS = (
 )
 
 
-def jobs_of_push(
-    conn: sa.Connection, push_id: int, *, failed_only: bool = False
-) -> list[dict[str, Any]]:
-    """The push's runs (only the failed ones and the originals that have a case, when
-    `failed_only`), by platform then label, with their case's verdict and P(regression):
-    the columns a push's page shows."""
+def jobs_of_push(conn: sa.Connection, push_id: int) -> list[dict[str, Any]]:
+    """The push's runs by platform then label, with their case's verdict and
+    P(regression), and `has_case` for the originals of cases: the columns a push's page
+    shows."""
     stmt = (
         sa.select(*_PUSH_PAGE_COLUMNS)
         .select_from(job)
@@ -555,25 +548,21 @@ def jobs_of_push(
         .join(_machine_platform, _machine_platform.c.id == job.c.machine_platform_id)
         .where(job.c.push_id == push_id)
     )
-    if failed_only:
-        has_case = sa.select(triage_case.c.job_id).where(triage_case.c.push_id == push_id)
-        stmt = stmt.where(
-            sa.or_(job.c.result.in_(FAILED_RESULTS), job.c.id.in_(has_case.scalar_subquery()))
-        )
     stmt = stmt.order_by(
         _machine_platform.c.platform, job.c.option_collection, job_type.c.name, job.c.id
     )
     jobs = list(_job_rows(conn.execute(stmt)))
     _add_verdicts(conn, jobs)
-    p_by_case = dict(
-        conn.execute(
-            sa.select(triage_case.c.id, triage_case.c.p_regression).where(
-                triage_case.c.push_id == push_id
-            )
-        ).all()
-    )
+    cases = conn.execute(
+        sa.select(triage_case.c.id, triage_case.c.job_id, triage_case.c.p_regression).where(
+            triage_case.c.push_id == push_id
+        )
+    ).all()
+    p_by_case = {c.id: c.p_regression for c in cases}
+    originals = {c.job_id for c in cases}
     for j in jobs:
         j["p_regression"] = p_by_case.get(j["case_id"])
+        j["has_case"] = j["id"] in originals
     return jobs
 
 

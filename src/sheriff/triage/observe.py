@@ -47,6 +47,8 @@ from sheriff.model.failure_lines import (
     log_error_lines,
 )
 from sheriff.model.policy import (
+    FINAL_PARSE_STATUSES,
+    LINES_READ,
     NO_LOG,
     RAW_LOG,
     READ_IT_YOURSELF,
@@ -64,8 +66,8 @@ NO_LOG_RESULTS = frozenset({"exception", "retry", "usercancel", "superseded"})
 # simulator's core) busy while this process parses and stores, few enough to be polite.
 FETCHERS = 4
 LIVE_LOG = "public/logs/live_backing.log"
-# Statuses after which Treeherder will say nothing more of the log's lines.
-FINAL_LINES = frozenset({"parsed", RAW_LOG, NO_LOG})
+# Statuses after which nobody has any more to read of the log's lines.
+NOTHING_TO_READ = LINES_READ | {NO_LOG}
 
 
 def fetchers() -> ThreadPoolExecutor:
@@ -169,8 +171,7 @@ class Observer:
                     for r in pending
                     if r.has_log
                     and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
-                    and (known.get(r.job_id) or {}).get("parse_status")
-                    not in (FINAL_LINES | READ_IT_YOURSELF)
+                    and (known.get(r.job_id) or {}).get("parse_status") not in FINAL_PARSE_STATUSES
                 ]
             )
         except TreeherderError as exc:
@@ -247,7 +248,7 @@ class Observer:
         """Treeherder could not parse the log, or has not parsed it long after the run."""
         if status in READ_IT_YOURSELF:
             return True
-        if status in FINAL_LINES:
+        if status in NOTHING_TO_READ:
             return False
         return run.ended is not None and now - run.ended >= self.raw_log_after
 
@@ -296,7 +297,7 @@ class Observer:
                 update["classification_id"] = int(th_job.get("failure_classification_id") or 1)
         job_id = update.get("treeherder_job_id", row.get("treeherder_job_id"))
         status = row.get("parse_status")
-        if job_id is not None and status not in FINAL_LINES | READ_IT_YOURSELF:
+        if job_id is not None and status not in FINAL_PARSE_STATUSES:
             # An exception run has no log to parse: waiting for one would be forever.
             status = ingested.parse_statuses.get(job_id, "pending") if run.has_log else NO_LOG
             update["parse_status"] = status

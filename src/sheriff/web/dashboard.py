@@ -119,7 +119,7 @@ def push_page(
         j
         for j in every
         # Failed runs, and the originals of cases (an original may have passed on a rerun).
-        if (j["result"] in FAILED_RESULTS or (j["case_id"] is not None and not j["action"]))
+        if (j["result"] in FAILED_RESULTS or j["has_case"])
         and (not only_people or needs_a_person(j))
     ]
     groups: dict[str, list[dict[str, Any]]] = {}

@@ -16,8 +16,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from sheriff.model.case import is_persons_classification
+from sheriff.store.api_queries import FAILED_RESULTS
 
-FAILED_RESULTS = frozenset({"testfailed", "busted", "exception"})
 UNGROUPED = "?"  # Treeherder's group symbol for a job in no group
 
 # Verdict → (mark, words). The mark is drawn beside the symbol; the words are its label
