@@ -98,7 +98,6 @@ class AnswerCache:
         self.kept_bytes = 0
         self.answers: OrderedDict[bytes, _Answer] = OrderedDict()
         self.building: dict[tuple[bytes, object], asyncio.Future[_Answer | None]] = {}
-        self.hits = self.misses = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if (
@@ -115,7 +114,6 @@ class AnswerCache:
         key = scope["path"].encode() + b"?" + scope["query_string"]
         answer = self.answers.get(key)
         if answer is not None and answer.version == version:
-            self.hits += 1
             self.answers.move_to_end(key)
             await _send(answer, scope, send)
             return
@@ -124,10 +122,8 @@ class AnswerCache:
             # The same page is being built for another request: wait for it.
             answer = await asyncio.shield(building)
             if answer is not None:
-                self.hits += 1
                 await _send(answer, scope, send)
                 return
-        self.misses += 1
         future: asyncio.Future[_Answer | None] = asyncio.get_running_loop().create_future()
         self.building[(key, version)] = future
         answer = None
