@@ -12,7 +12,7 @@ import pathlib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
@@ -22,11 +22,11 @@ from sheriff.store import api_queries, queries
 from sheriff.store import regressions as stored_regressions
 from sheriff.web.api.deps import (
     MAX_INT32,
-    MAX_INT64,
     Conn,
     JobId,
     RepoName,
     Revision,
+    RowId,
     links_of,
     settings_of,
 )
@@ -151,7 +151,7 @@ def regression_page(
     request: Request,
     conn: Conn,
     repo: RepoName,
-    regression_id: Annotated[int, Path(ge=1, le=MAX_INT64)],
+    regression_id: RowId,
 ) -> Response:
     # One merged into another answers as the one it went into (the cases moved there).
     found = stored_regressions.get_regression(conn, regression_id)
@@ -331,7 +331,7 @@ def backfill_page(
     request: Request,
     conn: Conn,
     repo: RepoName,
-    report_id: Annotated[int, Path(ge=1, le=MAX_INT64)],
+    report_id: RowId,
 ) -> Response:
     report = api_queries.get_backfill(conn, report_id)
     if report is None or report["repository"] != repo:
