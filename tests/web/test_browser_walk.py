@@ -98,7 +98,7 @@ def test_the_walk_on_the_demo_data(browser, played, page_checks) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # the first test to ask for `played_day` waits for the play
+@pytest.mark.timeout(3600)  # the first test to ask for `played_day` waits for the play
 def test_the_walk_on_autoland_day(browser, played_day, page_checks) -> None:
     walk(browser, played_day, page_checks, "autoland-day")
     assert len(page_checks.checked) == 4
