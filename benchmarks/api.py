@@ -52,6 +52,7 @@ from sheriff.store.schema import (
     job,
     job_type,
     push,
+    regression,
     run_observation,
     triage_case,
 )
@@ -262,7 +263,8 @@ def dashboard(args: argparse.Namespace) -> None:
                 made = _played_triage(engine)
                 print(
                     f"{args.url}: {len(made['jobs']):,} jobs with a case, "
-                    f"{len(made['reports']):,} backfill reports"
+                    f"{len(made['reports']):,} backfill reports, "
+                    f"{len(made['regressions']):,} regressions"
                 )
             else:
                 load(engine, Shape(jobs=args.jobs), args.batch)
@@ -278,11 +280,12 @@ def dashboard(args: argparse.Namespace) -> None:
 
 
 def _played_triage(engine: sa.Engine) -> dict[str, list[int]]:
-    """The cases' jobs and the backfill reports of a played database."""
+    """The cases' jobs, the backfill reports and the regressions of a played database."""
     with engine.connect() as conn:
         return {
             "jobs": list(conn.execute(sa.select(triage_case.c.job_id)).scalars()),
             "reports": list(conn.execute(sa.select(backfill_report.c.id)).scalars()),
+            "regressions": list(conn.execute(sa.select(regression.c.id)).scalars()),
         }
 
 
@@ -295,7 +298,8 @@ def _time_dashboard(engine: sa.Engine, made: dict[str, list[int]], n: int) -> No
         base = f"http://127.0.0.1:{server.port}/{repo}"
         rng = random.Random(3)
         pages = {
-            "pushes": [f"{base}/"] * n,
+            "landing": [f"{base}/"] * n,  # the open regressions, then 20 pushes
+            "landing, all regr.": [f"{base}/?show=all"] * n,
             "push": [f"{base}/push/{rng.choice(revisions)}/" for _ in range(n)],
             "push, needs person": [
                 f"{base}/push/{rng.choice(revisions)}/?needs=person" for _ in range(n)
@@ -306,6 +310,10 @@ def _time_dashboard(engine: sa.Engine, made: dict[str, list[int]], n: int) -> No
         if made["reports"]:
             pages["backfill report"] = [
                 f"{base}/backfills/{rng.choice(made['reports'])}/" for _ in range(n)
+            ]
+        if made.get("regressions"):  # merged ones too: they answer as the one they went into
+            pages["regression"] = [
+                f"{base}/regressions/{rng.choice(made['regressions'])}/" for _ in range(n)
             ]
         print(f"{'page':18} | server p50 ms | server p95 ms | wall p95 ms")
         with httpx.Client(timeout=60) as client:

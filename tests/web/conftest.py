@@ -31,6 +31,9 @@ from sheriff.store.schema import (
     backfill_record,
     backfill_report,
     job,
+    push,
+    regression,
+    regression_case,
     run_observation,
     triage_case,
 )
@@ -247,6 +250,86 @@ def world(engine: Engine) -> World:
     return build_world(engine)
 
 
+CULPRIT_AUTHOR = "ada@example.com"
+CULPRIT_MESSAGE = "Bug 1234567 - Make browser_a1 count twice r=reviewer\n\nThe body of the message."
+
+
+def add_regressions(engine: Engine, world: World) -> dict[str, int]:
+    """On `build_world`'s data: the Linux regression (culprit push 2, its search the world's
+    backfill report, one alert recorded), an older one merged into it, and one that stopped
+    failing at push 3. Ids by name: open, merged, stopped."""
+    from sheriff.actions.effects import enqueue_effect
+    from sheriff.notify import ALERT
+
+    at = START + timedelta(hours=5)
+    p = world.push_ids
+    common = {
+        "repository_id": 1,
+        "configurations": [f"{LINUX}/opt"],
+        "opened_at": at,
+        "updated_at": at,
+    }
+    with engine.begin() as conn:
+        conn.execute(
+            push.update()
+            .where(push.c.id == p[2])
+            .values(author=CULPRIT_AUTHOR, message=CULPRIT_MESSAGE)
+        )
+
+        def insert(**values: Any) -> int:
+            return conn.execute(
+                regression.insert().values(**common, **values).returning(regression.c.id)
+            ).scalar_one()
+
+        ids = {
+            "open": insert(
+                status="culprit",
+                tests=["dom/base/test/browser_a1.js"],
+                failure_lines=[FAILURE],
+                labels=["test-linux1804-64-qr/opt-mochitest-browser-chrome-1"],
+                first_push_id=p[3],
+                last_push_id=p[3],
+                culprit_push_id=p[2],
+                culprit_revision=revision(2),
+                backfill_report_id=world.report_id,
+            ),
+            "stopped": insert(
+                status="stopped",
+                tests=["layout/test/browser_b1.js"],
+                failure_lines=["TEST-UNEXPECTED-FAIL | layout/test/browser_b1.js | timed out"],
+                labels=["test-linux1804-64-qr/opt-mochitest-browser-chrome-2"],
+                first_push_id=p[1],
+                last_push_id=p[1],
+                stopped_push_id=p[2],
+            ),
+        }
+        ids["merged"] = insert(
+            status="culprit",
+            tests=["dom/base/test/browser_a2.js"],
+            failure_lines=[],
+            labels=["test-linux1804-64-qr/opt-mochitest-browser-chrome-1"],
+            first_push_id=p[3],
+            last_push_id=p[3],
+            culprit_push_id=p[2],
+            culprit_revision=revision(2),
+            merged_into=ids["open"],
+        )
+        conn.execute(
+            regression_case.insert().values(case_id=world.cases["p3-bc"], regression_id=ids["open"])
+        )
+        enqueue_effect(
+            conn,
+            f"alert:{ids['open']}:confirmed:log",
+            ALERT,
+            repository=REPO,
+            revision=revision(3),
+            input={"channel": "log", "event": "confirmed", "regression_id": ids["open"]},
+            live=False,
+            now=at,
+        )
+    return ids
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -337,12 +420,64 @@ def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return root
 
 
+WIDTH = 1280  # the width every page must fit without scrolling sideways
+
+
+class PageChecks:
+    """What every page a browser test opens must pass: a screenshot kept as an artifact,
+    no horizontal overflow at `WIDTH` px, and no serious or critical accessibility
+    violation from axe-core run in the page. Problems are collected, not raised, so one
+    test reports every page's."""
+
+    def __init__(self, artifacts: Path) -> None:
+        from axe_playwright_python.sync_playwright import Axe
+
+        self.axe = Axe()
+        self.artifacts = artifacts
+        self.problems: list[str] = []
+        self.checked: list[str] = []
+
+    def __call__(self, page: Any, name: str) -> None:
+        page.screenshot(path=self.artifacts / f"{name}.png", full_page=True)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > WIDTH:
+            self.problems.append(f"{name}: {width} px wide")
+        found = self.axe.run(page).response["violations"]
+        self.problems += [
+            f"{name}: {v['id']} ({v['impact']}): {v['help']}, {len(v['nodes'])} nodes"
+            for v in found
+            if v["impact"] in ("serious", "critical")
+        ]
+        self.checked.append(name)
+
+
+@pytest.fixture
+def page_checks(artifacts: Path) -> PageChecks:
+    return PageChecks(artifacts)
+
+
 @pytest.fixture(scope="module")
 def played(played_database: str) -> Iterator[str]:
     """A live server over the database a play of small.yaml left behind."""
     from sheriff.store.db import open_database
 
     engine = open_database(played_database)
+    with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
+        yield server.url
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def played_day(tmp_path_factory: pytest.TempPathFactory, scenarios_dir: Path) -> Iterator[str]:
+    """A live server over the database a play of autoland-day.yaml left (the default
+    policy, as `sheriff sim run` plays it). The play takes minutes: once per session, for
+    every test that needs it (they are marked `slow`, with a timeout that covers it)."""
+    from sheriff.store.db import open_database
+    from sheriff.triage.simrun import play
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('played-day') / 'sheriff.db'}"
+    play(scenarios_dir / "autoland-day.yaml", database_url=url)
+    engine = open_database(url)
     with LiveServer(create_app(engine, offline_settings(), protocol_factory=None)) as server:
         yield server.url
     engine.dispose()

@@ -33,7 +33,7 @@ def test_follow_a_regression_from_push_to_culprit(browser, site, artifacts) -> N
     url, world = site
     page = browser.new_page()
     page.goto(url + "/")
-    expect(page.get_by_role("heading", level=1)).to_have_text("Pushes to autoland")
+    expect(page.get_by_role("heading", level=1)).to_have_text("autoland: regressions and pushes")
     rows = page.locator("table.pushes tbody tr")
     expect(rows).to_have_count(4)
     expect(rows.first).to_contain_text("regression")

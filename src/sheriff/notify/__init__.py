@@ -14,8 +14,7 @@ from sheriff.actions.log import RequestRow
 from sheriff.notify import matrix as _matrix  # noqa: F401  (registers)
 from sheriff.notify import smtp as _smtp  # noqa: F401  (registers)
 from sheriff.notify.base import REGISTRY, Alert, Channel, channel
-
-ALERT = "alert"
+from sheriff.store.regressions import ALERT_STRATEGY as ALERT
 
 __all__ = [
     "ALERT",

@@ -736,12 +736,19 @@ def _window(context: Any, pushes: dict[int, Any], culprit: int | None) -> list[d
 
 
 def backfills_of(
-    conn: sa.Connection, *, job_ids: Sequence[int] = (), push_id: int | None = None
+    conn: sa.Connection,
+    *,
+    job_ids: Sequence[int] = (),
+    push_id: int | None = None,
+    report_ids: Sequence[int] = (),
 ) -> list[dict[str, Any]]:
-    """(id, status, label, culprit) of reports about these jobs, or seen on this push."""
+    """(id, status, label, culprit) of reports about these jobs, seen on this push, or
+    with these ids."""
     conditions = []
     if job_ids:
         conditions.append(backfill_report.c.job_id.in_(list(job_ids)))
+    if report_ids:
+        conditions.append(backfill_report.c.id.in_(list(report_ids)))
     if push_id is not None:
         conditions.append(backfill_report.c.push_id == push_id)
     if not conditions:

@@ -1,13 +1,17 @@
-"""Reading regression records back: for `sheriff regressions`, the API and the alerts."""
+"""Reading regression records back: for `sheriff regressions`, the API, the dashboard
+and the alerts."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
 from sheriff.store.schema import (
+    action_request,
     job,
+    platform,
     push,
     regression,
     regression_case,
@@ -16,6 +20,9 @@ from sheriff.store.schema import (
 )
 
 OPEN_STATUSES = ("confirmed", "culprit")
+STOPPED = "stopped"
+# The request log's strategy of alert rows (`sheriff.notify.ALERT` is this one).
+ALERT_STRATEGY = "alert"
 
 
 def _push_of(conn: sa.Connection, push_id: int | None) -> dict[str, Any] | None:
@@ -43,12 +50,17 @@ def _as_dict(conn: sa.Connection, row: Any) -> dict[str, Any]:
             triage_case.c.id,
             triage_case.c.label,
             triage_case.c.push_id,
+            triage_case.c.verdict,
+            job.c.id.label("job_id"),
             job.c.task_id,
             job.c.run_id,
+            job.c.option_collection,
+            platform.c.platform,
             push.c.revision,
         )
         .join(regression_case, regression_case.c.case_id == triage_case.c.id)
         .join(job, job.c.id == triage_case.c.job_id)
+        .join(platform, platform.c.id == job.c.machine_platform_id)
         .join(push, push.c.id == triage_case.c.push_id)
         .where(regression_case.c.regression_id == row.id)
         .order_by(push.c.push_time, triage_case.c.id)
@@ -71,9 +83,12 @@ def _as_dict(conn: sa.Connection, row: Any) -> dict[str, Any]:
         "cases": [
             {
                 "case_id": c.id,
+                "job_id": c.job_id,
                 "task_id": c.task_id,
                 "run_id": c.run_id,
                 "label": c.label,
+                "configuration": f"{c.platform}/{c.option_collection}",
+                "verdict": c.verdict,
                 "revision": c.revision,
             }
             for c in cases
@@ -93,14 +108,18 @@ def list_regressions(
     conn: sa.Connection,
     *,
     open_only: bool = False,
+    statuses: Collection[str] | None = None,
     repository_name: str | None = None,
     offset: int = 0,
     count: int = 100,
 ) -> list[dict[str, Any]]:
-    """Regressions (not those merged into another), newest first, with their cases."""
+    """Regressions (not those merged into another), newest first, with their cases;
+    `open_only` is `statuses=OPEN_STATUSES`."""
     query = _query()
     if open_only:
-        query = query.where(regression.c.status.in_(OPEN_STATUSES))
+        statuses = OPEN_STATUSES
+    if statuses is not None:
+        query = query.where(regression.c.status.in_(sorted(statuses)))
     if repository_name is not None:
         query = query.where(repository.c.name == repository_name)
     query = query.order_by(regression.c.id.desc()).offset(offset).limit(count)
@@ -122,3 +141,35 @@ def get_regression(conn: sa.Connection, regression_id: int) -> dict[str, Any] | 
         regression_id = into.merged_into
     row = conn.execute(_query().where(regression.c.id == regression_id)).first()
     return _as_dict(conn, row) if row is not None else None
+
+
+def alerts_of(
+    conn: sa.Connection, repository_name: str, regression_ids: Iterable[int]
+) -> dict[int, list[dict[str, Any]]]:
+    """The alerts the request log holds about these regressions, oldest first, by id:
+    event, channel, state (sent, dry-run, failed, ...), subject and when written."""
+    wanted = set(regression_ids)
+    found: dict[int, list[dict[str, Any]]] = {i: [] for i in wanted}
+    if not wanted:
+        return found
+    rows = conn.execute(
+        sa.select(action_request.c.input, action_request.c.state, action_request.c.created_at)
+        .where(
+            action_request.c.strategy == ALERT_STRATEGY,
+            action_request.c.repository == repository_name,
+        )
+        .order_by(action_request.c.id)
+    ).all()
+    for row in rows:
+        given = row.input if isinstance(row.input, dict) else {}
+        if given.get("regression_id") in wanted:
+            found[given["regression_id"]].append(
+                {
+                    "event": given.get("event"),
+                    "channel": given.get("channel"),
+                    "subject": given.get("subject"),
+                    "state": row.state,
+                    "created_at": row.created_at,
+                }
+            )
+    return found

@@ -1,7 +1,9 @@
 """The dashboard: server-rendered pages over the same queries as the API.
 
-Pushes → a push's failed jobs by platform → a job's runs and failure lines side by side →
-similar jobs (what a backfill schedules) → the backfill report with its push strip.
+A repository's open regressions, then its pushes → a regression's cases, backfill strip
+and evidence → a push's job grid and failed jobs by platform → a job's runs and failure
+lines side by side, its verdict in words → similar jobs (what a backfill schedules) → the
+backfill report with its push strip.
 """
 
 from __future__ import annotations
@@ -10,19 +12,21 @@ import pathlib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from sheriff.actions import log
 from sheriff.model.failure_lines import normalise_failure_line
 from sheriff.store import api_queries, queries
+from sheriff.store import regressions as stored_regressions
 from sheriff.web.api.deps import (
     MAX_INT32,
-    MAX_INT64,
     Conn,
     JobId,
     RepoName,
     Revision,
+    RowId,
     links_of,
     settings_of,
 )
@@ -42,16 +46,37 @@ VERDICT_TEXT = {
     "wrong-tier": "wrong tier",
     "pending": "pending",
 }
+# An alert's request log state, as a sheriff reads it beside the alert's channel.
+ALERT_STATE_TEXT = {
+    log.REQUESTED: "waiting to go out on",
+    log.SENDING: "going out on",
+    log.SENT: "sent on",
+    log.FAILED: "failed on",
+    log.DRY_RUN: "recorded (dry run) for",
+    log.SKIPPED: "skipped on",
+}
 PAGE = 20
+# The landing page's regressions: which statuses each choice of the toggle shows.
+REGRESSION_VIEWS: dict[str, tuple[str, ...] | None] = {
+    "open": stored_regressions.OPEN_STATUSES,
+    "stopped": (stored_regressions.STOPPED,),
+    "all": None,
+}
+REGRESSIONS_SHOWN = 50
 
 
-def _when(moment: datetime | None) -> str:
+def _when(moment: datetime | str | None) -> str:
+    if isinstance(moment, str):  # as the regression records give it (ISO 8601)
+        moment = datetime.fromisoformat(moment)
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
 
 
 templates.env.filters["when"] = _when
 templates.env.filters["short"] = lambda revision: (revision or "")[:12]
 templates.env.globals["verdict_text"] = lambda v: VERDICT_TEXT.get(v or "", v or "")
+templates.env.globals["alert_text"] = lambda a: (
+    f"{a['event']}: {ALERT_STATE_TEXT.get(a['state'], a['state'])} {a['channel']}"
+)
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
@@ -79,25 +104,70 @@ def home(request: Request, conn: Conn) -> Response:
 
 
 @router.get("/{repo}/")
-def pushes(
+def landing(
     request: Request,
     conn: Conn,
     repo: RepoName,
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
+    show: Annotated[Literal["open", "stopped", "all"], Query()] = "open",
 ) -> Response:
+    """The repository's regressions (open ones unless asked), then its pushes."""
     repo_id = _repo_id(conn, repo)
     if repo_id is None:
         return _not_found(request, f"sheriff knows no repository called {repo!r}.")
     found = api_queries.list_pushes(conn, repo_id, offset=offset, count=PAGE)
+    regressions = stored_regressions.list_regressions(
+        conn, statuses=REGRESSION_VIEWS[show], repository_name=repo, count=REGRESSIONS_SHOWN
+    )
+    _add_searches_and_alerts(conn, repo, regressions)
     return _page(
         request,
         "pushes.html",
-        title=f"{repo}: pushes",
+        title=f"{repo}: regressions and pushes",
         repo=repo,
+        regressions=regressions,
+        show=show,
+        shown_at_most=REGRESSIONS_SHOWN,
         pushes=found,
         offset=offset,
         newer=max(0, offset - PAGE) if offset else None,
         older=offset + PAGE if len(found) == PAGE else None,
+    )
+
+
+def _add_searches_and_alerts(conn: Any, repo: str, regressions: list[dict[str, Any]]) -> None:
+    """Each regression's search (its backfill report's id and state) and the alerts the
+    request log holds about it."""
+    ids = [r["backfill_report_id"] for r in regressions if r["backfill_report_id"]]
+    searches = {b["id"]: b for b in api_queries.backfills_of(conn, report_ids=ids)}
+    alerts = stored_regressions.alerts_of(conn, repo, [r["id"] for r in regressions])
+    for r in regressions:
+        r["search"] = searches.get(r["backfill_report_id"])
+        r["alerts"] = alerts[r["id"]]
+
+
+@router.get("/{repo}/regressions/{regression_id}/")
+def regression_page(
+    request: Request,
+    conn: Conn,
+    repo: RepoName,
+    regression_id: RowId,
+) -> Response:
+    # One merged into another answers as the one it went into (the cases moved there).
+    found = stored_regressions.get_regression(conn, regression_id)
+    if found is None or found["repository"] != repo:
+        return _not_found(request, f"No regression {regression_id} on {repo}.")
+    _add_searches_and_alerts(conn, repo, [found])
+    report_id = found["backfill_report_id"]
+    return _page(
+        request,
+        "regression.html",
+        title=f"Regression {regression_id} on {repo}",
+        repo=repo,
+        asked=regression_id,
+        r=found,
+        merged=found["id"] != regression_id,
+        report=api_queries.get_backfill(conn, report_id) if report_id else None,
     )
 
 
@@ -261,7 +331,7 @@ def backfill_page(
     request: Request,
     conn: Conn,
     repo: RepoName,
-    report_id: Annotated[int, Path(ge=1, le=MAX_INT64)],
+    report_id: RowId,
 ) -> Response:
     report = api_queries.get_backfill(conn, report_id)
     if report is None or report["repository"] != repo:

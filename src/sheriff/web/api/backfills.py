@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Query
 
 from sheriff.store import api_queries
-from sheriff.web.api.deps import ERRORS, MAX_INT64, NO_NUL, Conn, Paging, pushes_of
+from sheriff.web.api.deps import ERRORS, NO_NUL, Conn, Paging, RowId, pushes_of
 from sheriff.web.api.schemas import BackfillOut, Page
 
 router = APIRouter(prefix="/api", responses=ERRORS, tags=["backfills"])
@@ -37,7 +37,7 @@ def list_backfills(
 
 
 @router.get("/backfills/{report_id}", response_model=BackfillOut)
-def get_backfill(conn: Conn, report_id: Annotated[int, Path(ge=1, le=MAX_INT64)]) -> dict[str, Any]:
+def get_backfill(conn: Conn, report_id: RowId) -> dict[str, Any]:
     """One backfill report."""
     found = api_queries.get_backfill(conn, report_id)
     if found is None:

@@ -27,7 +27,9 @@ RepoName = Annotated[
     str, Path(description="repository name, e.g. autoland", pattern=r"^[A-Za-z0-9._-]{1,64}$")
 ]
 Revision = Annotated[str, Path(description="the push's revision", pattern=r"^[A-Za-z0-9]{1,40}$")]
-JobId = Annotated[int, Path(ge=1, le=MAX_INT64)]
+# A row's id in a path: a job, a backfill report, a regression.
+RowId = Annotated[int, Path(ge=1, le=MAX_INT64)]
+JobId = RowId
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "unknown repository, push or job"},

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Query
 
 from sheriff.store import regressions as stored
-from sheriff.web.api.deps import ERRORS, MAX_INT64, Conn, Paging
+from sheriff.web.api.deps import ERRORS, Conn, Paging, RowId
 from sheriff.web.api.schemas import Page, RegressionOut
 
 router = APIRouter(prefix="/api", responses=ERRORS, tags=["regressions"])
@@ -28,9 +28,7 @@ def list_regressions(
 
 
 @router.get("/regressions/{regression_id}", response_model=RegressionOut)
-def get_regression(
-    conn: Conn, regression_id: Annotated[int, Path(ge=1, le=MAX_INT64)]
-) -> dict[str, Any]:
+def get_regression(conn: Conn, regression_id: RowId) -> dict[str, Any]:
     """One regression record."""
     found = stored.get_regression(conn, regression_id)
     if found is None:

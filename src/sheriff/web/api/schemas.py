@@ -219,9 +219,12 @@ class RegressionPushOut(BaseModel):
 
 class RegressionCaseOut(BaseModel):
     case_id: int
+    job_id: int
     task_id: str
     run_id: int
     label: str
+    configuration: str = Field(description="<machine platform>/<option collection>")
+    verdict: str | None
     revision: str
 
 
