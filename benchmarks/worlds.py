@@ -117,6 +117,12 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
             f"runs relative to linear: {ours} vs {theirs} ({ours / theirs if theirs else 0:.2f}x); "
             f"linear right for {right} of {scope}"
         )
+    outcomes: dict[str, int] = {}
+    for h in hists:
+        for why, n in h["culprits"].get("outcomes", {}).get("counts", {}).items():
+            outcomes[why] = outcomes.get(why, 0) + n
+    lines.append("culprits by outcome (every true regression):")
+    lines += [f"  {n:>4} {why}" for why, n in sorted(outcomes.items(), key=lambda o: -o[1])]
     lines.append("reliability (P bin: cases, mean P, share regressions):")
     for i, (n, total_p, hits) in enumerate(pooled):
         if n:
