@@ -19,7 +19,7 @@ def test_without_a_known_line_a_failure_of_the_test_reproduces() -> None:
 
 
 def test_a_timeout_report_counts_for_the_timeout_regression_whose_culprit_it_named() -> None:
-    from sheriff.backfill.status import _claims
+    from sheriff.backfill.status import report_claims
 
     # Two timeout regressions fail on push "p9"; the report there names the later one's.
     early = {"tests": ["a/t1.html"], "failure": "timeout", "culprit_revision": "c3"}
@@ -28,7 +28,7 @@ def test_a_timeout_report_counts_for_the_timeout_regression_whose_culprit_it_nam
         g["failed_on"] = ["p9"]
     both = [early, late]
     report = {"tests": ["Last test finished"], "revision": "p9", "culprit_revision": "c8"}
-    assert _claims(report, late, both) and not _claims(report, early, both)
+    assert report_claims(report, late, both) and not report_claims(report, early, both)
     # Naming neither, it counts (wrong) against both.
     stray = {**report, "culprit_revision": "c5"}
-    assert _claims(stray, late, both) and _claims(stray, early, both)
+    assert report_claims(stray, late, both) and report_claims(stray, early, both)

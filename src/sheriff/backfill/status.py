@@ -187,7 +187,7 @@ def culprit_metrics(
     wrong: list[dict[str, Any]] = []
     claimed: set[int] = set()
     for index, regression in enumerate(regressions):
-        mine = [n for n in named if _claims(n, regression, regressions)]
+        mine = [n for n in named if report_claims(n, regression, regressions)]
         claimed.update(n["report"] for n in mine)
         if not mine:
             continue
@@ -251,7 +251,7 @@ def culprit_metrics(
     }
 
 
-def _claims(
+def report_claims(
     report: dict[str, Any], regression: dict[str, Any], regressions: list[dict[str, Any]]
 ) -> bool:
     """Whether a report that named a push counts for `regression`: it is about it, and,

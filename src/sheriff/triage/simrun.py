@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import REGISTRY
 from sheriff.backfill import culprit_metrics
-from sheriff.backfill.status import report_about
+from sheriff.backfill.status import report_about, report_claims
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
@@ -609,7 +609,12 @@ def culprit_outcomes(
             if any(f["regression"] == index for f in case["failures"])
         }
         mine = [r for r in reports if report_about(r, regression)]
-        named = [r for r in mine if r["named"]]
+        named = [
+            r
+            for r in mine
+            if r["named"]
+            and report_claims({**r, "culprit_revision": r["named"]}, regression, regressions)
+        ]
         if in_scope is not None and index not in in_scope:
             why = "out of scope"
         elif named:
