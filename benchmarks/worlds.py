@@ -8,7 +8,8 @@ Usage:
 draws worlds 0..count-1 of family S (sheriff/sim/family.py), plays each with the seed
 rule and with `history` (flake-aware backfills; `--backfill` to change; with `--linear`
 also history with linear backfills, for the runs relative to `linear`), and prints one
-row per world as it finishes, then the worst row and the pooled figures. Each play's
+row per world as it finishes, then the worst row and the pooled figures (with the true
+regressions counted by why they got the culprit they got, or none). Each play's
 metrics are kept in DIR (default `.worlds/<S>/`): a rerun reuses them, so an interrupted
 run resumes where it stopped and 10 worlds extend to 30 cheaply. `--jobs N` plays N
 worlds at once in worker processes (each play also starts a simulator process: keep N
