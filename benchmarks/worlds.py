@@ -8,7 +8,8 @@ Usage:
 draws worlds 0..count-1 of family S (sheriff/sim/family.py), plays each with the seed
 rule and with `history` (flake-aware backfills; `--backfill` to change; with `--linear`
 also history with linear backfills, for the runs relative to `linear`), and prints one
-row per world as it finishes, then the worst row and the pooled figures. Each play's
+row per world as it finishes, then the worst row and the pooled figures (with the true
+regressions counted by why they got the culprit they got, or none). Each play's
 metrics are kept in DIR (default `.worlds/<S>/`): a rerun reuses them, so an interrupted
 run resumes where it stopped and 10 worlds extend to 30 cheaply. `--jobs N` plays N
 worlds at once in worker processes (each play also starts a simulator process: keep N
@@ -117,6 +118,12 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
             f"runs relative to linear: {ours} vs {theirs} ({ours / theirs if theirs else 0:.2f}x); "
             f"linear right for {right} of {scope}"
         )
+    outcomes: dict[str, int] = {}
+    for h in hists:
+        for why, n in h["culprits"].get("outcomes", {}).get("counts", {}).items():
+            outcomes[why] = outcomes.get(why, 0) + n
+    lines.append("culprits by outcome (every true regression):")
+    lines += [f"  {n:>4} {why}" for why, n in sorted(outcomes.items(), key=lambda o: -o[1])]
     lines.append("reliability (P bin: cases, mean P, share regressions):")
     for i, (n, total_p, hits) in enumerate(pooled):
         if n:

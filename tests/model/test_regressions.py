@@ -26,7 +26,41 @@ def test_cases_sharing_a_test_across_pushes_and_configurations_are_one_regressio
     assert [sorted(g.case_ids) for g in groups] == [[1, 2, 3, 4], [5]]
     assert groups[0].configurations == {"linux/opt", "win/debug"}
     assert (groups[0].first_push, groups[0].last_push) == (11, 15)
-    assert groups[0].tests == {"a.js", "b.js"}
+    # b.js failed beside a.js on a later push only: not taken in as this regression's test.
+    assert groups[0].tests == {"a.js"}
+
+
+def test_a_run_failing_two_regressions_does_not_chain_them() -> None:
+    # Regression 1 breaks a.js from push 5; regression 2 breaks b.js from push 6 on one
+    # configuration; a run at push 8 fails both and joins the older. b.js's later cases
+    # stay with regression 2 (taking b.js into regression 1 made them join it).
+    cases = [
+        case(1, 5, ["t/a.js"]),
+        case(2, 6, ["t/b.js"], config="android/opt"),
+        case(3, 8, ["t/a.js", "t/b.js"], config="android/opt"),
+        case(4, 9, ["t/b.js"], config="android/opt"),
+    ]
+    groups = group_cases(cases)
+    assert [sorted(g.case_ids) for g in groups] == [[1, 3], [2, 4]]
+    assert groups[0].tests == {"t/a.js"}
+
+
+def test_a_line_naming_no_test_groups_only_within_one_suite_chunk() -> None:
+    timeout = "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out"
+
+    def run(case_id: int, push: int, label: str) -> CaseFacts:
+        tests = frozenset({"Last test finished"})
+        return CaseFacts(case_id, push, tests, frozenset({timeout}), "x/opt", label)
+
+    groups = group_cases(
+        [
+            run(1, 10, "test-linux/opt-mochitest-plain-2"),
+            run(2, 11, "test-windows/debug-mochitest-plain-2"),  # the same chunk elsewhere
+            run(3, 12, "test-linux/opt-mochitest-plain-3"),  # another chunk: another test
+            run(4, 13, "test-linux/opt-xpcshell-2"),
+        ]
+    )
+    assert [sorted(g.case_ids) for g in groups] == [[1, 2], [3], [4]]
 
 
 def test_a_shared_failure_line_without_a_test_groups_too() -> None:

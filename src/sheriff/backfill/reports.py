@@ -22,6 +22,7 @@ from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
 from sheriff.model.policy import run_lines_known
+from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.queries import job_manifests, platform_config
 from sheriff.store.schema import (
     backfill_record,
@@ -304,7 +305,12 @@ def open_report_for_case(
         # later push would spend the same runs to learn the same. An open search of the
         # same label on the same push already runs what this case's search would.
         same_search = report.status == OPEN and (report.push_id, report.label) == (push_id, label)
-        if same_search or set(report.tests) & set(regression.tests):
+        # `Last test finished` (a timeout) is no test: shared only within one suite.
+        same_suite = suite_of(report.label) == suite_of(label)
+        shared = {
+            t for t in set(report.tests) & set(regression.tests) if same_suite or names_a_test(t)
+        }
+        if same_search or shared:
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
             return report.id
     try:

@@ -187,7 +187,7 @@ def culprit_metrics(
     wrong: list[dict[str, Any]] = []
     claimed: set[int] = set()
     for index, regression in enumerate(regressions):
-        mine = [n for n in named if _about(n, regression)]
+        mine = [n for n in named if report_claims(n, regression, regressions)]
         claimed.update(n["report"] for n in mine)
         if not mine:
             continue
@@ -217,7 +217,9 @@ def culprit_metrics(
     without_culprit = sum(
         1
         for r in every
-        if not any(_about({"tests": r.tests or [], "revision": r.revision}, g) for g in regressions)
+        if not any(
+            report_about({"tests": r.tests or [], "revision": r.revision}, g) for g in regressions
+        )
     )
     false_culprits = [
         {
@@ -249,7 +251,29 @@ def culprit_metrics(
     }
 
 
-def _about(report: dict[str, Any], regression: dict[str, Any]) -> bool:
+def report_claims(
+    report: dict[str, Any], regression: dict[str, Any], regressions: list[dict[str, Any]]
+) -> bool:
+    """Whether a report that named a push counts for `regression`: it is about it, and,
+    when it is about several by a line naming no test (two timeout regressions failing on
+    its push), it did not name the true culprit of another of them."""
+    if not report_about(report, regression):
+        return False
+    if set(report["tests"]) & set(regression["tests"]):
+        return True
+    others = [
+        g["culprit_revision"]
+        for g in regressions
+        if g is not regression
+        and report_about(report, g)
+        and not set(report["tests"]) & set(g["tests"])
+    ]
+    return report["culprit_revision"] not in others or (
+        report["culprit_revision"] == regression["culprit_revision"]
+    )
+
+
+def report_about(report: dict[str, Any], regression: dict[str, Any]) -> bool:
     """Whether a report is about a true regression: it names one of its tests, or, for a
     regression whose line names no test (`failure: crash | timeout`), it was opened on a
     push where that regression failed runs and names no test path either."""

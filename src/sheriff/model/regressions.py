@@ -33,6 +33,25 @@ class CaseFacts:
     tests: frozenset[str]
     lines: frozenset[str]
     configuration: str
+    label: str = ""
+
+
+def suite_of(label: str) -> str:
+    """A label without its platform and build type: `test-linux1804-64/opt-mochitest-
+    plain-3` → `mochitest-plain-3`. A line that names no test (a crash or timeout line) is
+    the same failure only in one suite chunk, on whatever platform: every timeout of every
+    test shows the same `Last test finished` line, and two of them in one suite but other
+    chunks are other tests. (With dynamic chunking one test's timeouts move between chunks
+    and may open a search per chunk: each names the same push, and the records merge.)"""
+    rest = label.split("/", 1)
+    return rest[1].split("-", 1)[-1] if len(rest) == 2 else label
+
+
+def names_a_test(item: str) -> bool:
+    """A test path, or a line naming one (`Last test finished` or `automation.py` in the
+    test field is no test: every timeout of every test shows it)."""
+    fields = [f.strip() for f in item.split("|")]
+    return "/" in (fields[1] if len(fields) > 1 else fields[0])
 
 
 @dataclass
@@ -47,18 +66,39 @@ class Group:
     stopped_at: int | None = None  # push order where it stopped failing, once known
     case_ids: list[int] = field(default_factory=list)
     configurations: set[str] = field(default_factory=set)
+    labels: set[str] = field(default_factory=set)
+
+    def shared(self, case: CaseFacts) -> int:
+        """Tests and lines the case shares with this regression. A line that names no test
+        counts only in one of the regression's suite chunks: every timeout shows the same
+        `Last test finished | application timed out` line."""
+        suites = {suite_of(label) for label in self.labels}
+        same_suite = not case.label or not suites or suite_of(case.label) in suites
+        both = (self.tests & case.tests) | (self.lines & case.lines)
+        return sum(1 for item in both if same_suite or names_a_test(item))
 
     def admits(self, case: CaseFacts, neighbours: int = NEIGHBOUR_PUSHES) -> bool:
         """Whether `case` is this regression showing again."""
-        if not (self.tests & case.tests or self.lines & case.lines):
+        if not self.shared(case):
             return False
         if self.stopped_at is not None and case.push_order >= self.stopped_at:
             return False  # failing again after it stopped: a new regression
         return self.first_push - neighbours <= case.push_order <= self.last_push + neighbours
 
+    def grown(self, case: CaseFacts) -> tuple[set[str], set[str]]:
+        """The tests and lines the regression holds once `case` joins. Only a case of its
+        first push (or its first case) adds its other tests and lines: a later run failing
+        this regression's test beside another one is two regressions in one run (or a
+        flake beside it), and taking the other test in would pull every case of a second
+        regression, neighbouring or much later, into this one's search."""
+        if case.push_order != self.first_push:
+            return set(self.tests), set(self.lines)
+        return self.tests | case.tests, self.lines | case.lines
+
     def add(self, case: CaseFacts) -> None:
-        self.tests |= case.tests
-        self.lines |= case.lines
+        self.tests, self.lines = self.grown(case)
+        if case.label:
+            self.labels.add(case.label)
         self.first_push = min(self.first_push, case.push_order)
         self.last_push = max(self.last_push, case.push_order)
         self.configurations.add(case.configuration)
@@ -83,8 +123,7 @@ def match(
     for group in groups:
         if not group.admits(case, neighbours):
             continue
-        shared = len(group.tests & case.tests) + len(group.lines & case.lines)
-        key = (shared, -group.id)
+        key = (group.shared(case), -group.id)
         if best is None or key > best:
             best, chosen = key, group
     if chosen is not None:

@@ -97,6 +97,7 @@ def _case_facts(conn: sa.Connection, case_id: int, orders: dict[int, int]) -> tu
         tests=tests,
         lines=frozenset(lines),
         configuration=f"{row.platform}/{row.option_collection}",
+        label=row.label,
     )
     return facts, row
 
@@ -125,6 +126,7 @@ def _groups(conn: sa.Connection, repository_id: int, orders: dict[int, int]) -> 
             last_push=orders.get(r.last_push_id, 0),
             stopped_at=orders.get(r.stopped_push_id) if r.stopped_push_id else None,
             configurations=set(r.configurations),
+            labels=set(r.labels),
         )
         for r in rows
     ]
@@ -169,9 +171,10 @@ def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
     else:
         regression_id = chosen.id
         current = conn.execute(sa.select(regression).where(regression.c.id == chosen.id)).one()
+        tests, lines = chosen.grown(facts)
         values: dict[str, Any] = {
-            "tests": sorted(set(current.tests) | facts.tests),
-            "failure_lines": sorted(set(current.failure_lines) | facts.lines),
+            "tests": sorted(tests),
+            "failure_lines": sorted(lines),
             "configurations": sorted(set(current.configurations) | {facts.configuration}),
             "labels": sorted(set(current.labels) | {row.label}),
             "updated_at": now,

@@ -10,6 +10,7 @@ docs/simulator.md.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import statistics
 import subprocess
@@ -29,6 +30,7 @@ import sqlalchemy as sa
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import REGISTRY
 from sheriff.backfill import culprit_metrics
+from sheriff.backfill.status import report_about, report_claims
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
@@ -37,7 +39,7 @@ from sheriff.sim.app import SIM_MATRIX_ROOM, SIM_MATRIX_TOKEN
 from sheriff.sim.treeherder_api import SIM_TREEHERDER_TOKEN
 from sheriff.store.db import open_database
 from sheriff.store.loader import matching
-from sheriff.store.schema import job, job_type, push, task_queue, triage_case
+from sheriff.store.schema import backfill_report, job, job_type, push, task_queue, triage_case
 from sheriff.triage.engine import PassSummary, Triage
 
 SIM_CLIENT_ID = "sheriff-dev"
@@ -461,6 +463,12 @@ def measure(
         if queue_prefixes is not None:
             in_scope = len(regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes)))
         culprits = culprit_metrics(conn, _with_pushes(truth), in_scope)
+        scope = (
+            None
+            if queue_prefixes is None
+            else regressions_in_scope(conn, truth["cases"], tuple(queue_prefixes))
+        )
+        culprits["outcomes"] = culprit_outcomes(conn, truth, scope)
     ours = {r.task_id: r for r in rows}
     cases = truth["cases"]
     verdicts: Counter[str] = Counter()
@@ -548,6 +556,82 @@ def _with_pushes(truth: dict[str, Any]) -> list[dict[str, Any]]:
         {**r, "failed_on": sorted(failed_on.get(r.get("index", i), ()))}
         for i, r in enumerate(truth.get("regressions", []))
     ]
+
+
+def culprit_outcomes(
+    conn: sa.Connection, truth: dict[str, Any], in_scope: set[int] | None
+) -> dict[str, Any]:
+    """Why each true regression got the culprit it got, or none: `right`, `wrong`,
+    `out of scope`, `no regression verdict` (none of its cases was called one),
+    `joined another report` (its regression cases sit in a report about other tests),
+    `no report`, `search open`, or `no culprit: <the report's reason, numbers dropped>`.
+    Counts by reason, and the reason per regression index."""
+    regressions = _with_pushes(truth)
+    verdicts = {
+        r.task_id: r.verdict
+        for r in conn.execute(
+            sa.select(job.c.task_id, triage_case.c.verdict).join(
+                job, job.c.id == triage_case.c.job_id
+            )
+        )
+    }
+    case_task = dict(
+        conn.execute(
+            sa.select(triage_case.c.id, job.c.task_id).join(job, job.c.id == triage_case.c.job_id)
+        ).all()
+    )
+    reports = [
+        {
+            "tests": r.tests or [],
+            "revision": r.revision,
+            "status": r.status,
+            "named": r.culprit_revision,
+            "reason": r.reason or "",
+            "tasks": {case_task.get(c) for c in r.case_ids or []},
+        }
+        for r in conn.execute(
+            sa.select(
+                backfill_report.c.tests,
+                backfill_report.c.status,
+                backfill_report.c.culprit_revision,
+                backfill_report.c.reason,
+                backfill_report.c.case_ids,
+                push.c.revision,
+            ).join(push, push.c.id == backfill_report.c.push_id)
+        )
+    ]
+    by_index: dict[int, str] = {}
+    for i, regression in enumerate(regressions):
+        index = regression.get("index", i)
+        tasks = {
+            task_id
+            for task_id, case in truth["cases"].items()
+            if any(f["regression"] == index for f in case["failures"])
+        }
+        mine = [r for r in reports if report_about(r, regression)]
+        named = [
+            r
+            for r in mine
+            if r["named"]
+            and report_claims({**r, "culprit_revision": r["named"]}, regression, regressions)
+        ]
+        if in_scope is not None and index not in in_scope:
+            why = "out of scope"
+        elif named:
+            right = all(r["named"] == regression["culprit_revision"] for r in named)
+            why = "right" if right else "wrong"
+        elif not any(verdicts.get(t) == "regression" for t in tasks):
+            why = "no regression verdict"
+        elif not mine:
+            joined = any(r["tasks"] & tasks for r in reports)
+            why = "joined another report" if joined else "no report"
+        elif any(r["status"] == "open" for r in mine):
+            why = "search open"
+        else:
+            reason = next((r["reason"] for r in mine if r["reason"]), "")
+            why = "no culprit: " + re.sub(r"[0-9.]+", "N", reason)[:60]
+        by_index[index] = why
+    return {"counts": dict(Counter(by_index.values())), "by_regression": by_index}
 
 
 def regressions_in_scope(

@@ -1,0 +1,34 @@
+"""What counts as a reproduction in a backfill run (sheriff.backfill.evidence)."""
+
+from sheriff.backfill.evidence import reproduces
+
+TEST = "dom/base/test/test_popup.html"
+NEW = f"TEST-UNEXPECTED-TIMEOUT | {TEST} | Test timed out after <duration>"
+OLD = f"TEST-UNEXPECTED-FAIL | {TEST} | Assertion failure: mState == <n>"
+
+
+def test_a_flake_of_the_regressed_test_with_its_old_line_is_no_reproduction() -> None:
+    assert reproduces([NEW], [NEW], [TEST])
+    assert not reproduces([OLD], [NEW], [TEST])
+    assert not reproduces([], [NEW], [TEST])
+
+
+def test_without_a_known_line_a_failure_of_the_test_reproduces() -> None:
+    assert reproduces([OLD], [], [TEST])
+    assert not reproduces(["TEST-UNEXPECTED-FAIL | other/test.html | x"], [], [TEST])
+
+
+def test_a_timeout_report_counts_for_the_timeout_regression_whose_culprit_it_named() -> None:
+    from sheriff.backfill.status import report_claims
+
+    # Two timeout regressions fail on push "p9"; the report there names the later one's.
+    early = {"tests": ["a/t1.html"], "failure": "timeout", "culprit_revision": "c3"}
+    late = {"tests": ["a/t2.html"], "failure": "timeout", "culprit_revision": "c8"}
+    for g in (early, late):
+        g["failed_on"] = ["p9"]
+    both = [early, late]
+    report = {"tests": ["Last test finished"], "revision": "p9", "culprit_revision": "c8"}
+    assert report_claims(report, late, both) and not report_claims(report, early, both)
+    # Naming neither, it counts (wrong) against both.
+    stray = {**report, "culprit_revision": "c5"}
+    assert report_claims(stray, late, both) and report_claims(stray, early, both)
