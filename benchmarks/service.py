@@ -63,6 +63,22 @@ def _print_row(label: str, m: dict[str, Any], base: float) -> None:
     )
 
 
+def _print_endpoints(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Taskcluster and Treeherder requests per eligible case, per endpoint, per play."""
+    names: dict[str, int] = {}
+    for _, m in rows:
+        for name, n in m.get("http_requests_by_endpoint", {}).items():
+            names[name] = names.get(name, 0) + n
+    print("\nrequests per eligible case, by endpoint:")
+    print(f"{'':60}" + "".join(f"{label[:22]:>24}" for label, _ in rows))
+    for name in sorted(names, key=lambda k: -names[k]):
+        cells = []
+        for _, m in rows:
+            n = m.get("http_requests_by_endpoint", {}).get(name, 0)
+            cells.append(f"{n / m['eligible'] if m['eligible'] else 0:>24.2f}")
+        print(f"{name[:60]:60}" + "".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="small")
@@ -114,6 +130,7 @@ def main() -> None:
         label = f"listen + {workers} worker{'s' * (workers > 1)}"
         rows.append((label, played))
         _print_row(label, played, base)
+    _print_endpoints(rows)
     if args.json:
         args.json.write_text(json.dumps(dict(rows), indent=2, default=str))
 

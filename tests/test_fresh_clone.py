@@ -81,8 +81,7 @@ def test_nothing_refers_to_a_folder_beside_the_repository() -> None:
         str(path.relative_to(ROOT))
         for top in ("src", "tests", "docs", "benchmarks", ".ci")
         for path in (ROOT / top).rglob("*")
-        if path.suffix in suffixes
-        and BESIDE in path.read_text(errors="replace")
+        if path.suffix in suffixes and BESIDE in path.read_text(errors="replace")
     ]
     readme = (ROOT / "README.md").read_text()
     assert mentions == [] and BESIDE not in readme

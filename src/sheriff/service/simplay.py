@@ -27,10 +27,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import kombu
 import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
 from sheriff.ci.pulse import EXCHANGE_PREFIX, binding_keys
+from sheriff.service.outage import CuttableProxy
 from sheriff.sim.scenario import resolve_scenario
 from sheriff.store.schema import action_request, backfill_record, job, triage_case
 from sheriff.triage.cases import OPEN_STATES
@@ -53,8 +55,6 @@ class _Backlog:
     """Messages ready in the service's queues (not those a consumer holds)."""
 
     def __init__(self, url: str, queues: list[str]) -> None:
-        import kombu
-
         self._connection = kombu.Connection(url, connect_timeout=5)
         self._channel = self._connection.channel()
         self._queues = queues
@@ -93,6 +93,11 @@ class ServicePlay:
     batch_seconds: float = 0.3
     kill_worker_at: float | None = None  # share of the pushes' span: SIGKILL a worker then
     restart_listener_at: float | None = None
+    # Share of the pushes' span at which the service's broker connections are cut (through
+    # a loopback proxy: the broker itself stays up for the simulator and the harness), and
+    # for how many wall seconds.
+    broker_outage_at: float | None = None
+    broker_outage_seconds: float = 15.0
     policy: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
@@ -109,9 +114,17 @@ class ServicePlay:
         self._failed_at: dict[str, float] = {}
         self._request_seen: dict[int, float] = {}
         self._stop = threading.Event()
-        events = {"killed": 0, "listener_restarts": 0}
+        events = {"killed": 0, "listener_restarts": 0, "broker_outages": 0}
+        proxy = None
+        if self.broker_outage_at is not None:
+            url = kombu.Connection(self.amqp_url)
+            proxy = CuttableProxy((url.hostname or "127.0.0.1", url.port or 5672))
+        outage_ends: float | None = None
         with SimProcess(path, pulse_url=self.amqp_url) as sim:
             env = self._env(sim.root_url, tag, repositories)
+            if proxy is not None:
+                through = proxy.url_for(self.amqp_url)
+                env |= {"SHERIFF_PULSE_URL": through, "SHERIFF_CELERY_BROKER_URL": through}
             watcher = threading.Thread(
                 target=self._watch_failures, args=(tag, repositories), daemon=True
             )
@@ -160,6 +173,16 @@ class ServicePlay:
                             ["listen", "--batch-seconds", str(self.batch_seconds)], env
                         )
                         processes.append(listener)
+                    if self.broker_outage_at is not None and share >= self.broker_outage_at:
+                        assert proxy is not None
+                        self.broker_outage_at = None
+                        proxy.cut()
+                        events["broker_outages"] += 1
+                        outage_ends = time.monotonic() + self.broker_outage_seconds
+                    if outage_ends is not None and time.monotonic() >= outage_ends:
+                        assert proxy is not None
+                        proxy.restore()
+                        outage_ends = None
                     if sim.now >= last_push and sim.finished and self._settled(engine):
                         break
                     if time.monotonic() - started > self.wall_limit_seconds:
@@ -180,6 +203,8 @@ class ServicePlay:
                     except subprocess.TimeoutExpired:
                         p.kill()
                 self._delete_queues(tag)
+                if proxy is not None:
+                    proxy.close()
         metrics = measure(
             engine,
             truth,
@@ -244,8 +269,6 @@ class ServicePlay:
         )
 
     def _delete_queues(self, tag: str) -> None:
-        import kombu
-
         with kombu.Connection(self.amqp_url, connect_timeout=5) as connection:
             channel = connection.channel()
             for name in (f"queue/sheriff/play-{tag}", f"sheriff-play-{tag}"):
@@ -273,8 +296,6 @@ class ServicePlay:
 
     def _watch_failures(self, tag: str, repositories: list[str]) -> None:
         """Wall time each failed run's message reached the broker's queues (our own queue)."""
-        import kombu
-
         with kombu.Connection(self.amqp_url, connect_timeout=5) as connection:
             queue = kombu.Queue(
                 f"sheriff-play-watch-{tag}",
