@@ -70,6 +70,14 @@ class _Backlog:
                 return True
         return False
 
+    def consumers(self, name: str) -> int:
+        try:
+            _, _, consumers = self._channel.queue_declare(name, passive=True)
+        except Exception:  # not declared yet
+            self._channel = self._connection.channel()
+            return 0
+        return consumers
+
     def close(self) -> None:
         self._connection.release()
 
@@ -137,15 +145,22 @@ class ServicePlay:
                     for i in range(self.workers)
                 ]
                 processes = [listener, *workers]
-                time.sleep(3)  # the queues exist and the workers are ready before messages
+                backlog = _Backlog(
+                    self.amqp_url, [env["SHERIFF_PULSE_QUEUE"], env["SHERIFF_CELERY_QUEUE"]]
+                )
+                # The queues exist and every process consumes before CI moves: a message
+                # published before the listener's queue is declared would go nowhere.
+                ready_by = time.monotonic() + 120
+                while time.monotonic() < ready_by and (
+                    backlog.consumers(env["SHERIFF_PULSE_QUEUE"]) < 1
+                    or backlog.consumers(env["SHERIFF_CELERY_QUEUE"]) < self.workers
+                ):
+                    time.sleep(0.2)
                 begin = sim.now
                 span = timedelta(minutes=max(s.push_interval_minutes * s.pushes for s in scenarios))
                 last_push, deadline = begin + span, begin + span + timedelta(hours=EXTRA_HOURS)
                 started = time.monotonic()
                 tick = 0.2
-                backlog = _Backlog(
-                    self.amqp_url, [env["SHERIFF_PULSE_QUEUE"], env["SHERIFF_CELERY_QUEUE"]]
-                )
                 held = 0
                 while sim.now < deadline:
                     # The clock waits while messages or tasks queue up: on a busy machine

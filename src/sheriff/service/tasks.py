@@ -6,11 +6,14 @@ their state from the store and from CI, and the request log sends each action on
 
 - `sheriff.events(repo, messages)`: store the runs of a batch of Pulse messages, then pass
   the pushes they name that can move a case: a push with a failed or exception test run
-  (a case may open) or with open cases or a backfill watching it (list it, open and
-  advance the cases, ask for retriggers, observe Treeherder); a push that has moved a
-  backfill also advances the backfills.
-- `sheriff.open_cases(repo)`: the pushes with open cases or watched by a backfill, and the
-  backfills: what waits on Treeherder (ingestion, log parsing), which Pulse does not tell.
+  (a case may open) or with open cases or a backfill watching it (open and advance the
+  cases, ask for retriggers, read the originals' errorsummaries). A push's task group is
+  listed only when a message names a task not stored yet (the push's first, an action
+  task, the runs an action made); Treeherder is not asked (a run that just ended is not
+  ingested yet). A push that has moved a backfill also advances the backfills.
+- `sheriff.open_cases(repo)`: the pushes with open cases that wait on Treeherder
+  (ingestion, log parsing, classifications), which Pulse does not tell, and the backfills;
+  no group is listed again (Pulse said what moved).
 - `sheriff.catch_up(repo)`: the polling pass over the window (`sheriff triage`), for what
   Pulse never delivered: a lost message delays a verdict, never loses it.
 """
@@ -107,8 +110,18 @@ def events(repo: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     summary = PassSummary()
     if revisions:
         now = rt.now()
+        # The messages stored the runs of known tasks: a push's group is listed again only
+        # for a task it does not know (an action task, the runs an action made). Treeherder
+        # has not ingested a run that just ended: what waits on it is `open_cases`'s.
+        known = triage.stored_tasks({e.task_id for e in batch})
         summary = triage.run_pass(
-            since=now, until=now, now=now, revisions=revisions, backfills=False
+            since=now,
+            until=now,
+            now=now,
+            revisions=revisions,
+            backfills=False,
+            relist={e.revision for e in batch if e.task_id not in known},
+            treeherder=False,
         )
         if summary.decided.get("regression"):
             triage.advance_backfills(now, summary)  # a report opened: its first step now
@@ -141,7 +154,11 @@ def open_cases(repo: str | None = None) -> dict[str, Any]:
     for name in [repo] if repo else rt.settings.watched_repositories:
         triage = rt.triage(name)
         now = rt.now()
-        summary = triage.run_pass(since=now, until=now, now=now, revisions=triage.due_revisions())
+        # Pulse stored what moved and listed the groups that have new tasks: these passes
+        # list none again (the catch-up does, for what Pulse missed).
+        summary = triage.run_pass(
+            since=now, until=now, now=now, revisions=triage.due_revisions(), relist=()
+        )
         reports[name] = _report(summary)
     return reports
 

@@ -205,10 +205,19 @@ class Triage:
         progress: Callable[[str], None] | None = None,
         revisions: Collection[str] | None = None,
         backfills: bool = True,
+        relist: Collection[str] | None = None,
+        treeherder: bool = True,
     ) -> PassSummary:
         """One pass over the pushes of [since, until] and those with open cases; or, with
         `revisions`, over those pushes alone (what a Pulse message names: the service).
-        `backfills` False leaves open backfills to a later `advance_backfills`."""
+        `backfills` False leaves open backfills to a later `advance_backfills`.
+
+        The service's passes on Pulse messages know what moved: `relist` names the pushes
+        whose task group is listed (a message named a task not stored; a push this
+        process has not listed yet is listed too), the others keep their last listing and
+        Treeherder is not asked whether they moved. `treeherder` False asks Treeherder
+        nothing (classifications, observations: a run that just ended is not ingested
+        yet); what waits on it is for the `open_cases` passes (`due_revisions`)."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
@@ -216,7 +225,7 @@ class Triage:
         self._th_jobs = {}
         pushes = self._discover(since, until, revisions)
         summary.pushes = len(pushes)
-        to_list = self._to_list(pushes)
+        to_list = self._to_list(pushes, relist)
         # Listing is waiting on the network; storing is work on the database: the next
         # groups are fetched while one is stored.
         with fetchers() as pool:
@@ -242,9 +251,13 @@ class Triage:
         ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
         # Classifications first: the job lists they read serve the observations too.
-        self._refresh_classifications(with_cases, now)
+        if treeherder:
+            self._refresh_classifications(with_cases, now)
         summary.runs_observed = self.observer.observe(
-            self._runs_to_observe(with_cases), now, push_jobs=self._th_jobs_by_push()
+            self._runs_to_observe(with_cases),
+            now,
+            push_jobs=self._th_jobs_by_push(),
+            treeherder=treeherder,
         )
         plans: list[PushPlan] = []
         history_cache = PassCache()
@@ -412,6 +425,15 @@ class Triage:
         }
         return [s.revision for s in states if s.push_id in due]
 
+    def stored_tasks(self, task_ids: Collection[str]) -> set[str]:
+        """Those of these tasks that have a stored run."""
+        with self.engine.connect() as conn:
+            return set(
+                conn.execute(
+                    sa.select(job.c.task_id).distinct().where(job.c.task_id.in_(list(task_ids)))
+                ).scalars()
+            )
+
     def watched_revisions(self) -> list[str]:
         """Revisions of this repository's pushes a backfill waits for runs on."""
         with self.engine.connect() as conn:
@@ -446,8 +468,11 @@ class Triage:
                 found.setdefault(revision, set()).add(label)
         return found
 
-    def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
-        """Pushes whose task group can still change what sheriff knows."""
+    def _to_list(
+        self, pushes: dict[int, PushState], relist: Collection[str] | None = None
+    ) -> list[PushState]:
+        """Pushes whose task group can still change what sheriff knows (with `relist`:
+        those it names, and those that must be listed)."""
         if not pushes:
             return []
         ids = list(pushes)
@@ -484,6 +509,8 @@ class Triage:
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
+        if relist is not None:
+            return [pushes[p] for p in ids if p in must or pushes[p].revision in relist]
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
         with fetchers() as pool:
             th_jobs = list(pool.map(self._jobs_of_push, th_pushes))
