@@ -12,7 +12,7 @@ from sheriff.service.simplay import ServicePlay
 from sheriff.sim.scenario import resolve_scenario
 from sheriff.triage.simrun import play_with_outcomes, scenarios_of
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.timeout(600)]
 
 
 def test_listen_and_two_workers_reach_sim_run_verdicts_with_a_worker_killed(

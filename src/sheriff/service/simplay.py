@@ -161,6 +161,7 @@ class ServicePlay:
                 last_push, deadline = begin + span, begin + span + timedelta(hours=EXTRA_HOURS)
                 started = time.monotonic()
                 tick = 0.2
+                next_report = time.monotonic() + 60
                 held = 0
                 while sim.now < deadline:
                     # The clock waits while messages or tasks queue up: on a busy machine
@@ -202,6 +203,9 @@ class ServicePlay:
                         break
                     if time.monotonic() - started > self.wall_limit_seconds:
                         break
+                    if self.progress is not None and time.monotonic() >= next_report:
+                        next_report = time.monotonic() + 60
+                        self.progress(self._progress_line(engine, sim.now - begin, started))
                     time.sleep(tick)
                 wall = time.monotonic() - started
                 backlog.close()
@@ -293,6 +297,19 @@ class ServicePlay:
                     channel = connection.channel()
 
     # -- observing ------------------------------------------------------------------------
+
+    def _progress_line(self, engine: sa.Engine, played: timedelta, started: float) -> str:
+        with engine.connect() as conn:
+            cases = conn.execute(sa.select(sa.func.count()).select_from(triage_case)).scalar_one()
+            decided = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(triage_case)
+                .where(triage_case.c.state.not_in(OPEN_STATES))
+            ).scalar_one()
+        return (
+            f"{time.monotonic() - started:.0f} s wall: {played.total_seconds() / 3600:.2f} "
+            f"virtual h, {_tasks_stored(engine)} tasks stored, {cases} cases ({decided} ended)"
+        )
 
     def _settled(self, engine: sa.Engine) -> bool:
         with engine.connect() as conn:
