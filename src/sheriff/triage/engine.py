@@ -504,8 +504,11 @@ class Triage:
             for p in ids
             if p not in with_jobs or p in searched or (p in open_ and p not in self._listings)
         }
-        for gone in set(self._listings) - set(ids):
-            del self._listings[gone]
+        if relist is None:
+            # A pass over the window: what it does not cover is not kept. (A pass on given
+            # pushes keeps the others' listings: the next message may be theirs.)
+            for gone in set(self._listings) - set(ids):
+                del self._listings[gone]
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
