@@ -50,35 +50,22 @@ def test_a_pass_on_messages_lists_only_what_it_is_told_and_asks_treeherder_nothi
             ).scalars()
         )
     assert revisions
+
+    def asked_by_a_pass(**hints: object) -> Counter[str]:
+        before = _asked(sim)
+        now = sim.now
+        triage.run_pass(since=now, until=now, now=now, revisions=revisions, **hints)  # type: ignore[arg-type]
+        return _asked(sim) - before
+
     sim.advance(20)
-    before = _asked(sim)
-    triage.run_pass(
-        since=sim.now,
-        until=sim.now,
-        now=sim.now,
-        revisions=revisions,
-        relist=(),
-        treeherder=False,
-    )
-    asked = _asked(sim) - before
+    asked = asked_by_a_pass(relist=(), treeherder=False)
     assert asked[LISTING] == 0
     assert not any(asked[name] for name in TREEHERDER_READS), asked
     # Told that one push has a task it does not know: that group alone is listed.
-    before = _asked(sim)
-    triage.run_pass(
-        since=sim.now,
-        until=sim.now,
-        now=sim.now,
-        revisions=revisions,
-        relist=revisions[:1],
-        treeherder=False,
-    )
-    assert (_asked(sim) - before)[LISTING] == 1
+    assert asked_by_a_pass(relist=revisions[:1], treeherder=False)[LISTING] == 1
     # The same pass without the service's hints asks Treeherder whether the pushes moved.
     sim.advance(20)
-    before = _asked(sim)
-    triage.run_pass(since=sim.now, until=sim.now, now=sim.now, revisions=revisions)
-    assert (_asked(sim) - before)["GET /api/jobs/"] > 0
+    assert asked_by_a_pass()["GET /api/jobs/"] > 0
 
 
 def test_the_service_reads_no_bug_suggestions_of_a_run_that_passed(engine, sim) -> None:
