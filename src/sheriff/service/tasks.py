@@ -111,16 +111,15 @@ def events(repo: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     if revisions:
         now = rt.now()
         # The messages stored the runs of known tasks: a push's group is listed again only
-        # for a task it does not know (an action task, the runs an action made). Treeherder
-        # has not ingested a run that just ended: what waits on it is `open_cases`'s.
-        known = triage.stored_tasks({e.task_id for e in batch})
+        # for a task its last listing lacks (an action task, the runs an action made).
+        # Treeherder has not ingested a run that just ended: `open_cases` waits for it.
         summary = triage.run_pass(
             since=now,
             until=now,
             now=now,
             revisions=revisions,
             backfills=False,
-            relist={e.revision for e in batch if e.task_id not in known},
+            relist=triage.unlisted({(e.revision, e.task_id) for e in batch}),
             treeherder=False,
         )
         if summary.decided.get("regression"):

@@ -187,6 +187,7 @@ class Triage:
         # The last listing of each push's task group (its unfinished action tasks), reused
         # while Treeherder shows nothing new on the push.
         self._listings: dict[int, GroupListing] = {}
+        self._listed_revisions: dict[str, int] = {}  # revision → push id, of `_listings`
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
@@ -425,14 +426,18 @@ class Triage:
         }
         return [s.revision for s in states if s.push_id in due]
 
-    def stored_tasks(self, task_ids: Collection[str]) -> set[str]:
-        """Those of these tasks that have a stored run."""
-        with self.engine.connect() as conn:
-            return set(
-                conn.execute(
-                    sa.select(job.c.task_id).distinct().where(job.c.task_id.in_(list(task_ids)))
-                ).scalars()
-            )
+    def unlisted(self, tasks: Collection[tuple[str, str]]) -> set[str]:
+        """Revisions of the pushes whose last listing in this process lacks one of these
+        (revision, task id): a task created since (an action task, the runs an action
+        made) or a push this process has not listed. Against this process's listing, not
+        the store: another worker may have stored the task, and this process's count of
+        the runs an action has still to make is only right once it has seen the action."""
+        stale = set()
+        for revision, task_id in tasks:
+            listing = self._listings.get(self._listed_revisions.get(revision, -1))
+            if listing is None or task_id not in listing.labels:
+                stale.add(revision)
+        return stale
 
     def watched_revisions(self) -> list[str]:
         """Revisions of this repository's pushes a backfill waits for runs on."""
@@ -513,13 +518,35 @@ class Triage:
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
         if relist is not None:
-            return [pushes[p] for p in ids if p in must or pushes[p].revision in relist]
+            # Also a push whose stored tasks this process's listing lacks: another worker
+            # listed it since, and the runs its actions have still to make are counted
+            # from the action tasks of the listing.
+            stale = self._listed_before_others(maybe)
+            return [
+                pushes[p] for p in ids if p in must or p in stale or pushes[p].revision in relist
+            ]
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
         with fetchers() as pool:
             th_jobs = list(pool.map(self._jobs_of_push, th_pushes))
         self._th_jobs = {p: jobs for p, jobs in zip(maybe, th_jobs, strict=True) if jobs}
         moved = {p for p, jobs in zip(maybe, th_jobs, strict=True) if self._moved(pushes[p], jobs)}
         return [pushes[p] for p in ids if p in must or p in moved]
+
+    def _listed_before_others(self, push_ids: Collection[int]) -> set[int]:
+        """Those of these pushes with a stored task their listing here does not have."""
+        if not push_ids:
+            return set()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(job.c.push_id, job.c.task_id)
+                .distinct()
+                .where(job.c.push_id.in_(list(push_ids)))
+            ).all()
+        return {
+            p
+            for p, task_id in rows
+            if (listing := self._listings.get(p)) is None or task_id not in listing.labels
+        }
 
     def _jobs_of_push(self, treeherder_push_id: int | None) -> list[dict[str, Any]] | None:
         """Treeherder's job list of a push; None when it does not know the push or does not
@@ -613,6 +640,7 @@ class Triage:
         summary.groups_listed += 1
         state.listing = listing
         self._listings[state.push_id] = listing
+        self._listed_revisions[state.revision] = state.push_id
         with self.engine.begin() as conn:
             interner = Interner(conn, self._interned)
             stats = load_jobs(conn, listing.jobs, interner)
