@@ -146,8 +146,8 @@ def pushes_to_pass(triage: Triage, batch: list[TaskEvent]) -> set[str]:
     )
 
 
-# CI time of this process's last `open_cases` pass per repository.
-_OPEN_CASES_PASSED: dict[str, datetime] = {}
+# This process's last `open_cases` pass per repository: its CI time, the runs it waited on.
+_OPEN_CASES_PASSED: dict[str, tuple[datetime, frozenset[int]]] = {}
 
 
 @app.task(name="sheriff.open_cases", **RETRY)
@@ -158,20 +158,21 @@ def open_cases(repo: str | None = None) -> dict[str, Any]:
     for name in [repo] if repo else rt.settings.watched_repositories:
         triage = rt.triage(name)
         now = rt.now()
+        due = triage.due_revisions()
         last = _OPEN_CASES_PASSED.get(name)
-        if last is not None and last <= now < last + every:
+        within = last is not None and last[0] <= now < last[0] + every
+        if last is not None and within and triage.last_due_runs <= last[1]:
             # What this pass waits for comes with CI's time (Treeherder ingests and parses
-            # minutes after a run), and a message's news was passed on when it came: a
-            # second pass within one period of CI time (a simulator's clock held while the
-            # service catches up) would only ask Treeherder the same again.
+            # minutes after a run): a second pass within one period of CI time (a
+            # simulator's clock held while the service catches up) waiting on no run the
+            # last one did not would only ask Treeherder the same again.
             reports[name] = {"skipped": "passed within the period, in CI time"}
             continue
         # Pulse stored what moved and listed the groups that have new tasks: these passes
         # list none again (the catch-up does, for what Pulse missed).
-        summary = triage.run_pass(
-            since=now, until=now, now=now, revisions=triage.due_revisions(), relist=()
-        )
-        _OPEN_CASES_PASSED[name] = now  # only once it passed: a retried one runs again
+        summary = triage.run_pass(since=now, until=now, now=now, revisions=due, relist=())
+        # Only once it passed: a retried one runs again.
+        _OPEN_CASES_PASSED[name] = (now, triage.last_due_runs)
         reports[name] = _report(summary)
     return reports
 

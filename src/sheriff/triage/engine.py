@@ -188,6 +188,7 @@ class Triage:
         # while Treeherder shows nothing new on the push.
         self._listings: dict[int, GroupListing] = {}
         self._listed_revisions: dict[str, int] = {}  # revision → push id, of `_listings`
+        self.last_due_runs: frozenset[int] = frozenset()  # runs `due_revisions` waits on
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
@@ -419,11 +420,11 @@ class Triage:
                     sa.select(job.c.id, job.c.push_id).where(job.c.id.in_([r.job_id for r in refs]))
                 ).all()
             )
-        due = {
-            push_of_job[r.job_id]
-            for r in refs
-            if not observation_done(known.get(r.job_id), r.errorsummary)
+        waiting = {
+            r.job_id for r in refs if not observation_done(known.get(r.job_id), r.errorsummary)
         }
+        self.last_due_runs = frozenset(waiting)
+        due = {push_of_job[j] for j in waiting}
         return [s.revision for s in states if s.push_id in due]
 
     def unlisted(self, tasks: Collection[tuple[str, str]]) -> set[str]:
