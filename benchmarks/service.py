@@ -5,8 +5,9 @@ virtual minutes, lockstep with the clock), then `sheriff listen` + 1 worker and 
 workers (real processes, real Celery) while the simulator's clock runs freely at
 `--speed` virtual minutes per wall second. Prints, side by side: failure message →
 retrigger request in wall seconds (target p95 <= 5 s), Taskcluster + Treeherder requests
-per eligible case (target: the service at most half of polling), throughput, and whether
-every case's verdict is the one polling reached. Never fails on a figure.
+per eligible case (all of them, and less the Treeherder write-back only polling's play
+does; target: the service at most half of polling), throughput, whether every case's
+verdict is the one polling reached, and the requests per endpoint. Never fails on a figure.
 
     .venv/bin/python benchmarks/service.py [--scenario small] [--workers 1,2] [--speed 10]
 """
@@ -45,22 +46,59 @@ def _drop(admin_url: str, name: str) -> None:
     admin.dispose()
 
 
-def _requests(metrics: dict[str, Any]) -> float:
+# Treeherder write-back (classifications, bug links, and the reads made only before one):
+# `sheriff sim run` holds a Treeherder token, the service's play does not, so these are
+# left out of both sides of the comparison (they are per decided case, not per poll).
+WRITE_BACK = (
+    "GET /api/project/{repo}/note/",
+    "POST /api/project/{repo}/note/",
+    "GET /api/project/{repo}/jobs/{job_id}/",
+    "GET /api/project/{repo}/bug-job-map/",
+    "POST /api/project/{repo}/bug-job-map/",
+)
+
+
+def _all_requests(metrics: dict[str, Any]) -> float:
     per_case = metrics["http_requests_per_eligible_case"]
     return per_case["taskcluster"] + per_case["treeherder"]
 
 
-def _print_row(label: str, m: dict[str, Any], base: float) -> None:
+def _requests(metrics: dict[str, Any]) -> float:
+    """Taskcluster + Treeherder requests per eligible case, write-back left out."""
+    endpoints = metrics.get("http_requests_by_endpoint", {})
+    written = sum(endpoints.get(name, 0) for name in WRITE_BACK)
+    eligible = metrics["eligible"]
+    return _all_requests(metrics) - (written / eligible if eligible else 0.0)
+
+
+def _print_row(label: str, m: dict[str, Any], base: float | None) -> None:
     service = m.get("service", {})
     latency = service.get("failure_to_retrigger_seconds", {})
     lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
     tasks = service.get("tasks_per_second", "-")
     print(
-        f"{label:28} {lat:>25} {_requests(m):>15.2f} {_requests(m) / base:>10.2f}x "
-        f"{m.get('verdicts_differing_from_polling', 0):>11} {m['wall_seconds']:>7} "
+        f"{label:28} {lat:>25} {_all_requests(m):>9.2f} {_requests(m):>15.2f} "
+        f"{f'{_requests(m) / base:.2f}x' if base else '-':>11} "
+        f"{m.get('verdicts_differing_from_polling', '-')!s:>11} {m['wall_seconds']:>7} "
         f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}",
         flush=True,
     )
+
+
+def _print_endpoints(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Taskcluster and Treeherder requests per eligible case, per endpoint, per play."""
+    names: dict[str, int] = {}
+    for _, m in rows:
+        for name, n in m.get("http_requests_by_endpoint", {}).items():
+            names[name] = names.get(name, 0) + n
+    print("\nrequests per eligible case, by endpoint:")
+    print(f"{'':60}" + "".join(f"{label[:22]:>24}" for label, _ in rows))
+    for name in sorted(names, key=lambda k: -names[k]):
+        cells = []
+        for _, m in rows:
+            n = m.get("http_requests_by_endpoint", {}).get(name, 0)
+            cells.append(f"{n / m['eligible'] if m['eligible'] else 0:>24.2f}")
+        print(f"{name[:60]:60}" + "".join(cells), flush=True)
 
 
 def main() -> None:
@@ -75,20 +113,30 @@ def main() -> None:
     parser.add_argument(
         "--wall-limit", type=float, default=900.0, help="a service play stops after this"
     )
+    parser.add_argument(
+        "--skip-polling",
+        action="store_true",
+        help="the service alone (a world too big for both in one sitting): no comparison",
+    )
     args = parser.parse_args()
     path = resolve_scenario(args.scenario)
     print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
     print(
-        f"{'':28} {'fail→retrigger p50/p95 s':>25} {'TC+TH per case':>15} {'vs polling':>11} "
+        f"{'':28} {'fail→retrigger p50/p95 s':>25} {'all/case':>9} {'no write-back':>15} "
+        f"{'vs polling':>11} "
         f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}",
         flush=True,
     )
-    started = time.perf_counter()
-    polling, expected = play_with_outcomes(path, scenarios_of(path))
-    polling["wall_seconds"] = round(time.perf_counter() - started, 1)
-    rows: list[tuple[str, dict[str, Any]]] = [("polling (sheriff sim run)", polling)]
-    base = _requests(polling)
-    _print_row(rows[0][0], polling, base)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    expected: dict[str, Any] | None = None
+    base = None
+    if not args.skip_polling:
+        started = time.perf_counter()
+        polling, expected = play_with_outcomes(path, scenarios_of(path))
+        polling["wall_seconds"] = round(time.perf_counter() - started, 1)
+        rows.append(("polling (sheriff sim run)", polling))
+        base = _requests(polling)
+        _print_row(rows[0][0], polling, base)
     for workers in [int(w) for w in args.workers.split(",")]:
         name, url = _database(args.admin_url)
         try:
@@ -100,20 +148,26 @@ def main() -> None:
                 speed=args.speed,
                 open_cases_every_seconds=args.open_cases_every,
                 wall_limit_seconds=args.wall_limit,
+                progress=lambda line: print(f"  … {line}", flush=True),
             ).run()
         finally:
             _drop(args.admin_url, name)
         outcome = played.pop("outcome")
-        changed = sorted(
-            t for t in expected.keys() | outcome.keys() if expected.get(t) != outcome.get(t)
-        )
-        played["verdicts_differing_from_polling"] = len(changed)
-        played["differing"] = [
-            {"task_id": t, "polling": expected.get(t), "service": outcome.get(t)} for t in changed
-        ]
+        if expected is not None:
+            changed = sorted(
+                t for t in expected.keys() | outcome.keys() if expected.get(t) != outcome.get(t)
+            )
+            played["verdicts_differing_from_polling"] = len(changed)
+            played["differing"] = [
+                {"task_id": t, "polling": expected.get(t), "service": outcome.get(t)}
+                for t in changed
+            ]
+        else:
+            played["verdicts"]["cases_decided"] = sum(s == "decided" for s, _ in outcome.values())
         label = f"listen + {workers} worker{'s' * (workers > 1)}"
         rows.append((label, played))
         _print_row(label, played, base)
+    _print_endpoints(rows)
     if args.json:
         args.json.write_text(json.dumps(dict(rows), indent=2, default=str))
 

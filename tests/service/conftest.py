@@ -4,6 +4,7 @@ is down, unless CI=true (then they fail: CI never silently loses them)."""
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import pytest
 
@@ -28,3 +29,16 @@ def amqp_url() -> str:
             pytest.fail(f"{reason} (CI=true: RabbitMQ tests must run)")
         pytest.skip(reason)
     return AMQP_URL
+
+
+def assert_verdicts_of_polling(expected: dict[str, Any], played: dict[str, Any]) -> set[str]:
+    """Every case of `sheriff sim run` (`expected`) is in the service's play with its verdict,
+    but for a race with a person: a case they classified while sheriff was deciding ends
+    `classified` in whichever play decided later. Returns the cases that differ so."""
+    outcome = played["outcome"]
+    assert outcome.keys() == expected.keys()
+    differing = {t for t in expected if expected[t] != outcome[t]}
+    assert differing <= set(played["classified_by_a_person"])
+    assert all("classified" in (expected[t][1], outcome[t][1]) for t in differing)
+    assert played["service"]["actions_sent_twice"] == 0 and played["excess_retriggers"] == 0
+    return differing

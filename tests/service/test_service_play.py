@@ -11,8 +11,9 @@ import pytest
 from sheriff.service.simplay import ServicePlay
 from sheriff.sim.scenario import resolve_scenario
 from sheriff.triage.simrun import play_with_outcomes, scenarios_of
+from tests.service.conftest import assert_verdicts_of_polling
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.timeout(600)]
 
 
 def test_listen_and_two_workers_reach_sim_run_verdicts_with_a_worker_killed(
@@ -54,12 +55,5 @@ def test_one_deployment_watches_two_repositories_played_at_once(
         policy="seed",
         log_dir=tmp_path / "logs",
     ).run()
-    outcome = played["outcome"]
-    assert outcome.keys() == expected.keys()
-    differing = {t for t in expected if expected[t] != outcome[t]}
-    # Only a race with a person: a case they classified while sheriff was deciding ends
-    # `classified` in whichever play decided later (tiny.yaml classifies a tenth of them).
-    assert differing <= set(played["classified_by_a_person"])
-    assert all("classified" in (expected[t][1], outcome[t][1]) for t in differing)
-    assert len(differing) <= 2
-    assert played["service"]["actions_sent_twice"] == 0 and played["excess_retriggers"] == 0
+    # tiny.yaml classifies a tenth of its failures: a race with that person now and then.
+    assert len(assert_verdicts_of_polling(expected, played)) <= 2

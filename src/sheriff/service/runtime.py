@@ -52,9 +52,11 @@ class Runtime:
         if repo not in self.settings.watched_repositories:
             raise ConfigError(f"repository {repo} is not watched by this deployment")
         if repo not in self.triages:
-            self.triages[repo] = Triage(
+            triage = Triage(
                 self.engine, self.settings, self.clients, self.treeherder, repo=repo, live=self.live
             )
+            triage.observer.ask_passed_runs_for_lines = False
+            self.triages[repo] = triage
         return self.triages[repo]
 
     def now(self) -> datetime:

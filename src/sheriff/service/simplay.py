@@ -27,10 +27,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import kombu
 import sqlalchemy as sa
 
 from sheriff.actions import log as request_log
 from sheriff.ci.pulse import EXCHANGE_PREFIX, binding_keys
+from sheriff.service.outage import CuttableProxy
 from sheriff.sim.scenario import resolve_scenario
 from sheriff.store.schema import action_request, backfill_record, job, triage_case
 from sheriff.triage.cases import OPEN_STATES
@@ -53,8 +55,6 @@ class _Backlog:
     """Messages ready in the service's queues (not those a consumer holds)."""
 
     def __init__(self, url: str, queues: list[str]) -> None:
-        import kombu
-
         self._connection = kombu.Connection(url, connect_timeout=5)
         self._channel = self._connection.channel()
         self._queues = queues
@@ -69,6 +69,14 @@ class _Backlog:
             if ready:
                 return True
         return False
+
+    def consumers(self, name: str) -> int:
+        try:
+            _, _, consumers = self._channel.queue_declare(name, passive=True)
+        except Exception:  # not declared yet
+            self._channel = self._connection.channel()
+            return 0
+        return consumers
 
     def close(self) -> None:
         self._connection.release()
@@ -93,6 +101,11 @@ class ServicePlay:
     batch_seconds: float = 0.3
     kill_worker_at: float | None = None  # share of the pushes' span: SIGKILL a worker then
     restart_listener_at: float | None = None
+    # Share of the pushes' span at which the service's broker connections are cut (through
+    # a loopback proxy: the broker itself stays up for the simulator and the harness), and
+    # for how many wall seconds.
+    broker_outage_at: float | None = None
+    broker_outage_seconds: float = 15.0
     policy: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
@@ -109,9 +122,17 @@ class ServicePlay:
         self._failed_at: dict[str, float] = {}
         self._request_seen: dict[int, float] = {}
         self._stop = threading.Event()
-        events = {"killed": 0, "listener_restarts": 0}
+        events = {"killed": 0, "listener_restarts": 0, "broker_outages": 0}
+        proxy = None
+        if self.broker_outage_at is not None:
+            url = kombu.Connection(self.amqp_url)
+            proxy = CuttableProxy((url.hostname or "127.0.0.1", url.port or 5672))
+        outage_ends: float | None = None
         with SimProcess(path, pulse_url=self.amqp_url) as sim:
             env = self._env(sim.root_url, tag, repositories)
+            if proxy is not None:
+                through = proxy.url_for(self.amqp_url)
+                env |= {"SHERIFF_PULSE_URL": through, "SHERIFF_CELERY_BROKER_URL": through}
             watcher = threading.Thread(
                 target=self._watch_failures, args=(tag, repositories), daemon=True
             )
@@ -124,15 +145,23 @@ class ServicePlay:
                     for i in range(self.workers)
                 ]
                 processes = [listener, *workers]
-                time.sleep(3)  # the queues exist and the workers are ready before messages
+                backlog = _Backlog(
+                    self.amqp_url, [env["SHERIFF_PULSE_QUEUE"], env["SHERIFF_CELERY_QUEUE"]]
+                )
+                # The queues exist and every process consumes before CI moves: a message
+                # published before the listener's queue is declared would go nowhere.
+                ready_by = time.monotonic() + 120
+                while time.monotonic() < ready_by and (
+                    backlog.consumers(env["SHERIFF_PULSE_QUEUE"]) < 1
+                    or backlog.consumers(env["SHERIFF_CELERY_QUEUE"]) < self.workers
+                ):
+                    time.sleep(0.2)
                 begin = sim.now
                 span = timedelta(minutes=max(s.push_interval_minutes * s.pushes for s in scenarios))
                 last_push, deadline = begin + span, begin + span + timedelta(hours=EXTRA_HOURS)
                 started = time.monotonic()
                 tick = 0.2
-                backlog = _Backlog(
-                    self.amqp_url, [env["SHERIFF_PULSE_QUEUE"], env["SHERIFF_CELERY_QUEUE"]]
-                )
+                next_report = time.monotonic() + 60
                 held = 0
                 while sim.now < deadline:
                     # The clock waits while messages or tasks queue up: on a busy machine
@@ -160,10 +189,23 @@ class ServicePlay:
                             ["listen", "--batch-seconds", str(self.batch_seconds)], env
                         )
                         processes.append(listener)
+                    if self.broker_outage_at is not None and share >= self.broker_outage_at:
+                        assert proxy is not None
+                        self.broker_outage_at = None
+                        proxy.cut()
+                        events["broker_outages"] += 1
+                        outage_ends = time.monotonic() + self.broker_outage_seconds
+                    if outage_ends is not None and time.monotonic() >= outage_ends:
+                        assert proxy is not None
+                        proxy.restore()
+                        outage_ends = None
                     if sim.now >= last_push and sim.finished and self._settled(engine):
                         break
                     if time.monotonic() - started > self.wall_limit_seconds:
                         break
+                    if self.progress is not None and time.monotonic() >= next_report:
+                        next_report = time.monotonic() + 60
+                        self.progress(self._progress_line(engine, sim.now - begin, started))
                     time.sleep(tick)
                 wall = time.monotonic() - started
                 backlog.close()
@@ -180,6 +222,8 @@ class ServicePlay:
                     except subprocess.TimeoutExpired:
                         p.kill()
                 self._delete_queues(tag)
+                if proxy is not None:
+                    proxy.close()
         metrics = measure(
             engine,
             truth,
@@ -244,8 +288,6 @@ class ServicePlay:
         )
 
     def _delete_queues(self, tag: str) -> None:
-        import kombu
-
         with kombu.Connection(self.amqp_url, connect_timeout=5) as connection:
             channel = connection.channel()
             for name in (f"queue/sheriff/play-{tag}", f"sheriff-play-{tag}"):
@@ -255,6 +297,19 @@ class ServicePlay:
                     channel = connection.channel()
 
     # -- observing ------------------------------------------------------------------------
+
+    def _progress_line(self, engine: sa.Engine, played: timedelta, started: float) -> str:
+        with engine.connect() as conn:
+            cases = conn.execute(sa.select(sa.func.count()).select_from(triage_case)).scalar_one()
+            decided = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(triage_case)
+                .where(triage_case.c.state.not_in(OPEN_STATES))
+            ).scalar_one()
+        return (
+            f"{time.monotonic() - started:.0f} s wall: {played.total_seconds() / 3600:.2f} "
+            f"virtual h, {_tasks_stored(engine)} tasks stored, {cases} cases ({decided} ended)"
+        )
 
     def _settled(self, engine: sa.Engine) -> bool:
         with engine.connect() as conn:
@@ -273,8 +328,6 @@ class ServicePlay:
 
     def _watch_failures(self, tag: str, repositories: list[str]) -> None:
         """Wall time each failed run's message reached the broker's queues (our own queue)."""
-        import kombu
-
         with kombu.Connection(self.amqp_url, connect_timeout=5) as connection:
             queue = kombu.Queue(
                 f"sheriff-play-watch-{tag}",

@@ -15,6 +15,7 @@ from sheriff.sim.treeherder_api import treeherder_router
 from sheriff.sim.world import World
 
 TASKCLUSTER_SERVICES = ("queue", "index", "hooks", "auth", "artifacts")
+CI_SERVICES = (*TASKCLUSTER_SERVICES, "treeherder")  # what sheriff's request counts cover
 SIM_MATRIX_TOKEN = "sheriff-dev-matrix-token"
 SIM_MATRIX_ROOM = "!alerts:sim.invalid"
 
@@ -43,6 +44,8 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
     app.state.world = world
     app.state.auth = auth
     app.state.counters = counters
+    # Requests per route template (`GET /api/queue/v1/task/{task_id}`): where they go.
+    app.state.endpoints = Counter()
     app.state.fault_counts = Counter()
     if world.scenario.faults.active:
         # Inside the request counter: a request that met a fault was still made.
@@ -52,8 +55,14 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
 
     @app.middleware("http")
     async def count_requests(request: Request, call_next: Any) -> Any:
-        counters[_service(request.url.path)] += 1
-        return await call_next(request)
+        service = _service(request.url.path)
+        counters[service] += 1
+        response = await call_next(request)
+        if service in CI_SERVICES:
+            route = request.scope.get("route")
+            template = getattr(route, "path", None) or "(no route)"
+            app.state.endpoints[f"{request.method} {template}"] += 1
+        return response
 
     @app.exception_handler(TaskclusterError)
     async def taskcluster_error(request: Request, exc: TaskclusterError) -> JSONResponse:
@@ -124,17 +133,23 @@ def create_app(world: World, auth: AuthConfig | None = None) -> FastAPI:
 
     @app.get("/__sim__/stats")
     async def stats() -> dict[str, Any]:
-        return stats_of(counters, app.state.fault_counts)
+        return stats_of(counters, app.state.fault_counts, app.state.endpoints)
 
     return app
 
 
-def stats_of(counters: Counter[str], faults: Counter[str] | None = None) -> dict[str, Any]:
-    """Requests served per service, with Taskcluster's services summed; faults played."""
+def stats_of(
+    counters: Counter[str],
+    faults: Counter[str] | None = None,
+    endpoints: Counter[str] | None = None,
+) -> dict[str, Any]:
+    """Requests served per service, with Taskcluster's services summed; faults played;
+    Taskcluster and Treeherder requests per endpoint (method and route template)."""
     services = dict(sorted(counters.items()))
     return {
         "requests": services,
         "taskcluster": sum(counters[s] for s in TASKCLUSTER_SERVICES),
         "treeherder": counters["treeherder"],
         "faults": dict(sorted((faults or Counter()).items())),
+        "endpoints": dict((endpoints or Counter()).most_common()),
     }

@@ -228,7 +228,9 @@ class MultiApp:
 
         counters: Counter[str] = Counter()
         faults: Counter[str] = Counter()
+        endpoints: Counter[str] = Counter()
         for app in self.apps:
             counters.update(app.state.counters)
             faults.update(app.state.fault_counts)
-        return stats_of(counters, faults)
+            endpoints.update(app.state.endpoints)
+        return stats_of(counters, faults, endpoints)

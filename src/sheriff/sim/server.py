@@ -93,7 +93,8 @@ class SimServer:
     def stats(self) -> dict[str, Any]:
         if len(self.worlds) > 1:
             return self._multi.stats()
-        return stats_of(self.app.state.counters, self.app.state.fault_counts)
+        state = self.app.state
+        return stats_of(state.counters, state.fault_counts, state.endpoints)
 
     def start(self) -> SimServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

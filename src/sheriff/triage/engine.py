@@ -187,6 +187,8 @@ class Triage:
         # The last listing of each push's task group (its unfinished action tasks), reused
         # while Treeherder shows nothing new on the push.
         self._listings: dict[int, GroupListing] = {}
+        self._listed_revisions: dict[str, int] = {}  # revision → push id, of `_listings`
+        self.last_due_runs: frozenset[int] = frozenset()  # runs `due_revisions` waits on
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
@@ -205,10 +207,19 @@ class Triage:
         progress: Callable[[str], None] | None = None,
         revisions: Collection[str] | None = None,
         backfills: bool = True,
+        relist: Collection[str] | None = None,
+        treeherder: bool = True,
     ) -> PassSummary:
         """One pass over the pushes of [since, until] and those with open cases; or, with
         `revisions`, over those pushes alone (what a Pulse message names: the service).
-        `backfills` False leaves open backfills to a later `advance_backfills`."""
+        `backfills` False leaves open backfills to a later `advance_backfills`.
+
+        The service's passes on Pulse messages know what moved: `relist` names the pushes
+        whose task group is listed (a message named a task not stored; a push this
+        process has not listed yet is listed too), the others keep their last listing and
+        Treeherder is not asked whether they moved. `treeherder` False asks Treeherder
+        nothing (classifications, observations: a run that just ended is not ingested
+        yet); what waits on it is for the `open_cases` passes (`due_revisions`)."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
@@ -216,7 +227,7 @@ class Triage:
         self._th_jobs = {}
         pushes = self._discover(since, until, revisions)
         summary.pushes = len(pushes)
-        to_list = self._to_list(pushes)
+        to_list = self._to_list(pushes, relist)
         # Listing is waiting on the network; storing is work on the database: the next
         # groups are fetched while one is stored.
         with fetchers() as pool:
@@ -242,9 +253,13 @@ class Triage:
         ]
         say(f"observing runs of {len(with_cases)} pushes with open cases")
         # Classifications first: the job lists they read serve the observations too.
-        self._refresh_classifications(with_cases, now)
+        if treeherder:
+            self._refresh_classifications(with_cases, now)
         summary.runs_observed = self.observer.observe(
-            self._runs_to_observe(with_cases), now, push_jobs=self._th_jobs_by_push()
+            self._runs_to_observe(with_cases),
+            now,
+            push_jobs=self._th_jobs_by_push(),
+            treeherder=treeherder,
         )
         plans: list[PushPlan] = []
         history_cache = PassCache()
@@ -405,12 +420,25 @@ class Triage:
                     sa.select(job.c.id, job.c.push_id).where(job.c.id.in_([r.job_id for r in refs]))
                 ).all()
             )
-        due = {
-            push_of_job[r.job_id]
-            for r in refs
-            if not observation_done(known.get(r.job_id), r.errorsummary)
+        waiting = {
+            r.job_id for r in refs if not observation_done(known.get(r.job_id), r.errorsummary)
         }
+        self.last_due_runs = frozenset(waiting)
+        due = {push_of_job[j] for j in waiting}
         return [s.revision for s in states if s.push_id in due]
+
+    def unlisted(self, tasks: Collection[tuple[str, str]]) -> set[str]:
+        """Revisions of the pushes whose last listing in this process lacks one of these
+        (revision, task id): a task created since (an action task, the runs an action
+        made) or a push this process has not listed. Against this process's listing, not
+        the store: another worker may have stored the task, and this process's count of
+        the runs an action has still to make is only right once it has seen the action."""
+        stale = set()
+        for revision, task_id in tasks:
+            listing = self._listings.get(self._listed_revisions.get(revision, -1))
+            if listing is None or task_id not in listing.labels:
+                stale.add(revision)
+        return stale
 
     def watched_revisions(self) -> list[str]:
         """Revisions of this repository's pushes a backfill waits for runs on."""
@@ -446,8 +474,11 @@ class Triage:
                 found.setdefault(revision, set()).add(label)
         return found
 
-    def _to_list(self, pushes: dict[int, PushState]) -> list[PushState]:
-        """Pushes whose task group can still change what sheriff knows."""
+    def _to_list(
+        self, pushes: dict[int, PushState], relist: Collection[str] | None = None
+    ) -> list[PushState]:
+        """Pushes whose task group can still change what sheriff knows (with `relist`:
+        those it names, and those that must be listed)."""
         if not pushes:
             return []
         ids = list(pushes)
@@ -479,17 +510,44 @@ class Triage:
             for p in ids
             if p not in with_jobs or p in searched or (p in open_ and p not in self._listings)
         }
-        for gone in set(self._listings) - set(ids):
-            del self._listings[gone]
+        if relist is None:
+            # A pass over the window: what it does not cover is not kept. (A pass on given
+            # pushes keeps the others' listings: the next message may be theirs.)
+            for gone in set(self._listings) - set(ids):
+                del self._listings[gone]
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
+        if relist is not None:
+            # Also a push whose stored tasks this process's listing lacks: another worker
+            # listed it since, and the runs its actions have still to make are counted
+            # from the action tasks of the listing.
+            stale = self._listed_before_others(maybe)
+            return [
+                pushes[p] for p in ids if p in must or p in stale or pushes[p].revision in relist
+            ]
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
         with fetchers() as pool:
             th_jobs = list(pool.map(self._jobs_of_push, th_pushes))
         self._th_jobs = {p: jobs for p, jobs in zip(maybe, th_jobs, strict=True) if jobs}
         moved = {p for p, jobs in zip(maybe, th_jobs, strict=True) if self._moved(pushes[p], jobs)}
         return [pushes[p] for p in ids if p in must or p in moved]
+
+    def _listed_before_others(self, push_ids: Collection[int]) -> set[int]:
+        """Those of these pushes with a stored task their listing here does not have."""
+        if not push_ids:
+            return set()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(job.c.push_id, job.c.task_id)
+                .distinct()
+                .where(job.c.push_id.in_(list(push_ids)))
+            ).all()
+        return {
+            p
+            for p, task_id in rows
+            if (listing := self._listings.get(p)) is None or task_id not in listing.labels
+        }
 
     def _jobs_of_push(self, treeherder_push_id: int | None) -> list[dict[str, Any]] | None:
         """Treeherder's job list of a push; None when it does not know the push or does not
@@ -583,6 +641,7 @@ class Triage:
         summary.groups_listed += 1
         state.listing = listing
         self._listings[state.push_id] = listing
+        self._listed_revisions[state.revision] = state.push_id
         with self.engine.begin() as conn:
             interner = Interner(conn, self._interned)
             stats = load_jobs(conn, listing.jobs, interner)

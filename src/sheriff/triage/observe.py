@@ -122,6 +122,9 @@ class Ingested:
     pushes: set[int] = field(default_factory=set)
     parse_statuses: dict[int, str] = field(default_factory=dict)  # Treeherder job id → status
     unreachable: bool = False  # Treeherder did not answer this round: ask it nothing more
+    # Treeherder is not asked this round by choice (the service's passes on Pulse messages:
+    # a run that just ended is not ingested yet); nor is a raw log read in its stead.
+    skipped: bool = False
 
 
 class Observer:
@@ -141,44 +144,54 @@ class Observer:
         self.clients = clients
         self.repo = repo
         self.raw_log_after = raw_log_after
+        # A run that passed has no failure lines: the service does not ask Treeherder for
+        # its bug suggestions (an empty list). `sheriff triage` keeps asking, as it did.
+        self.ask_passed_runs_for_lines = True
 
     def observe(
         self,
         runs: Sequence[RunRef],
         now: datetime,
         push_jobs: Mapping[int, Sequence[dict[str, Any]]] | None = None,
+        *,
+        treeherder: bool = True,
     ) -> int:
         """Bring the observations of `runs` up to date; returns how many changed.
 
         `push_jobs`: Treeherder's job lists of pushes (by its push id) read already this
-        pass; a run found there is not asked for again (one that is not, is)."""
+        pass; a run found there is not asked for again (one that is not, is). `treeherder`
+        False: only what Taskcluster says (the errorsummary) is fetched."""
         with self.engine.connect() as conn:
             known = observations(conn, (r.job_id for r in runs))
         pending = [r for r in runs if not observation_done(known.get(r.job_id), r.errorsummary)]
-        ingested = Ingested()
-        try:
-            ingested = self._ingested_jobs(
-                [
-                    r
-                    for r in pending
-                    if (known.get(r.job_id) or {}).get("treeherder_job_id") is None
-                ],
-                push_jobs or {},
-            )
-            ingested.parse_statuses = self._parse_statuses(
-                [
-                    job_id
-                    for r in pending
-                    if r.has_log
-                    and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
-                    and (known.get(r.job_id) or {}).get("parse_status") not in FINAL_PARSE_STATUSES
-                ]
-            )
-        except TreeherderError as exc:
-            # Treeherder is down: what it would say waits, and the raw logs of runs that
-            # ended long enough ago are read meanwhile.
-            log.warning("Treeherder did not answer while observing runs: %s", exc)
-            ingested.unreachable = True
+        ingested = Ingested(skipped=not treeherder)
+        if ingested.skipped:
+            pending = [r for r in pending if r.errorsummary]
+        else:
+            try:
+                ingested = self._ingested_jobs(
+                    [
+                        r
+                        for r in pending
+                        if (known.get(r.job_id) or {}).get("treeherder_job_id") is None
+                    ],
+                    push_jobs or {},
+                )
+                ingested.parse_statuses = self._parse_statuses(
+                    [
+                        job_id
+                        for r in pending
+                        if r.has_log
+                        and (job_id := _job_id(known.get(r.job_id), ingested, r)) is not None
+                        and (known.get(r.job_id) or {}).get("parse_status")
+                        not in FINAL_PARSE_STATUSES
+                    ]
+                )
+            except TreeherderError as exc:
+                # Treeherder is down: what it would say waits, and the raw logs of runs that
+                # ended long enough ago are read meanwhile.
+                log.warning("Treeherder did not answer while observing runs: %s", exc)
+                ingested.unreachable = True
         changed = 0
         # Fetching is network only and runs in threads; storing stays on this thread.
         with fetchers() as pool:
@@ -231,6 +244,8 @@ class Observer:
         now: datetime,
     ) -> dict[str, Any] | None:
         update: dict[str, Any] = {}
+        if ingested.skipped:
+            return (self._errorsummary(run) or None) if row.get("errorsummary") is None else None
         if not ingested.unreachable:
             try:
                 self._from_treeherder(run, row, ingested, update)
@@ -302,7 +317,8 @@ class Observer:
             status = ingested.parse_statuses.get(job_id, "pending") if run.has_log else NO_LOG
             update["parse_status"] = status
         if job_id is not None and status == "parsed" and row.get("failure_lines") is None:
-            suggestions = self.treeherder.bug_suggestions(self.repo, job_id)
+            passed = run.result == "success" and not self.ask_passed_runs_for_lines
+            suggestions = [] if passed else self.treeherder.bug_suggestions(self.repo, job_id)
             update["failure_lines"] = failure_lines_from_bug_suggestions(suggestions)
             update["raw_failure_lines"] = [
                 search

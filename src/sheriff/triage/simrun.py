@@ -534,6 +534,8 @@ def measure(
             service: round(count / eligible, 2) if eligible else 0.0
             for service, count in requests_made.items()
         },
+        # Where they went (method and route template), most asked first.
+        "http_requests_by_endpoint": stats.get("endpoints", {}),
         "virtual_hours": round(virtual_hours, 2),
         "wall_seconds": 0.0,
         "calibration": calibration(scored),

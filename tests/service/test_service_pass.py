@@ -1,0 +1,109 @@
+"""The service's cheaper passes: what a pass on Pulse messages asks of CI, and what it does
+not (on the simulator, counting its requests per endpoint)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from sheriff.sim.scenario import load_scenario
+from sheriff.sim.server import SimServer
+from sheriff.store.schema import job, push, run_observation, triage_case
+from sheriff.triage.observe import RunRef, observations
+from tests.triage.conftest import TINY, make_triage, one_pass
+
+LISTING = "GET /api/queue/v1/task-group/{group_id}/list"
+TREEHERDER_READS = (
+    "GET /api/jobs/",
+    "GET /api/project/{repo}/job-log-url/",
+    "GET /api/project/{repo}/jobs/{job_id}/bug_suggestions/",
+)
+SUGGESTIONS = "GET /api/project/{repo}/jobs/{job_id}/bug_suggestions/"
+
+
+@pytest.fixture
+def sim() -> Iterator[SimServer]:
+    with SimServer(load_scenario(TINY), port=0) as server:
+        yield server
+
+
+def _asked(sim: SimServer) -> Counter[str]:
+    return Counter(sim.stats()["endpoints"])
+
+
+def test_a_pass_on_messages_lists_only_what_it_is_told_and_asks_treeherder_nothing(
+    engine, sim: SimServer
+) -> None:
+    triage = make_triage(engine, sim)
+    sim.advance(90)
+    one_pass(triage, sim)  # the polling pass stores every push and opens the cases
+    with engine.connect() as conn:
+        revisions = sorted(
+            conn.execute(
+                sa.text(
+                    "SELECT DISTINCT push.revision FROM push JOIN triage_case"
+                    " ON triage_case.push_id = push.id"
+                )
+            ).scalars()
+        )
+    assert revisions
+
+    def asked_by_a_pass(**hints: object) -> Counter[str]:
+        before = _asked(sim)
+        now = sim.now
+        triage.run_pass(since=now, until=now, now=now, revisions=revisions, **hints)  # type: ignore[arg-type]
+        return _asked(sim) - before
+
+    sim.advance(20)
+    asked = asked_by_a_pass(relist=(), treeherder=False)
+    assert asked[LISTING] == 0
+    assert not any(asked[name] for name in TREEHERDER_READS), asked
+    # Told that one push has a task it does not know: that group alone is listed.
+    assert asked_by_a_pass(relist=revisions[:1], treeherder=False)[LISTING] == 1
+    # The same pass without the service's hints asks Treeherder whether the pushes moved.
+    sim.advance(20)
+    assert asked_by_a_pass()["GET /api/jobs/"] > 0
+
+
+def test_the_service_reads_no_bug_suggestions_of_a_run_that_passed(engine, sim) -> None:
+    triage = make_triage(engine, sim)
+    sim.advance(240)  # long enough for Treeherder to parse the first pushes' logs
+    one_pass(triage, sim)
+    with engine.connect() as conn:
+        passed = conn.execute(
+            sa.select(
+                job.c.id, job.c.task_id, job.c.run_id, job.c.result, job.c.end_time, push.c.revision
+            )
+            .join(push, push.c.id == job.c.push_id)
+            .where(job.c.result == "success", job.c.job_kind == "test")
+            .where(job.c.id.not_in(sa.select(run_observation.c.job_id)))
+            .where(job.c.id.not_in(sa.select(triage_case.c.job_id)))
+            .order_by(job.c.id)
+            .limit(2)
+        ).all()
+    assert len(passed) == 2
+    # With their Treeherder push: its job list gives each run's job and parse status.
+    th_push = triage._treeherder_push_ids
+    refs = [
+        RunRef(r.id, r.task_id, r.run_id, False, th_push[r.revision], r.result, r.end_time)
+        for r in passed
+    ]
+    # As a pass does: the push's job list read first (it shows the jobs and parse states).
+    jobs = {r.treeherder_push_id: list(triage.treeherder.jobs_of_push(r.treeherder_push_id))
+            for r in refs}  # fmt: skip
+    triage.observer.ask_passed_runs_for_lines = False
+    before = _asked(sim)
+    triage.observer.observe(refs[:1], sim.now, push_jobs=jobs)
+    assert (_asked(sim) - before)[SUGGESTIONS] == 0
+    triage.observer.ask_passed_runs_for_lines = True  # as `sheriff triage` does
+    before = _asked(sim)
+    triage.observer.observe(refs[1:], sim.now, push_jobs=jobs)
+    assert (_asked(sim) - before)[SUGGESTIONS] == 1
+    with engine.connect() as conn:
+        found = observations(conn, [r.id for r in passed])
+    # Both end the same: parsed, no failure lines.
+    assert [found[r.id]["parse_status"] for r in passed] == ["parsed", "parsed"]
+    assert [found[r.id]["failure_lines"] for r in passed] == [[], []]
