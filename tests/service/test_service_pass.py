@@ -107,3 +107,21 @@ def test_the_service_reads_no_bug_suggestions_of_a_run_that_passed(engine, sim) 
     # Both end the same: parsed, no failure lines.
     assert [found[r.id]["parse_status"] for r in passed] == ["parsed", "parsed"]
     assert [found[r.id]["failure_lines"] for r in passed] == [[], []]
+
+
+def test_a_window_pass_forgets_the_revisions_of_the_listings_it_drops(engine, sim) -> None:
+    # A long-running worker must not keep a revision → push entry per push it ever listed.
+    triage = make_triage(engine, sim)
+    sim.advance(90)
+    one_pass(triage, sim)
+    kept = dict(triage._listed_revisions)
+    assert kept and set(kept.values()) <= set(triage._listings)
+    # A push the window no longer covers (gone by cycling, or long past): its listing and
+    # its revision both go at the next pass over the window.
+    some = next(iter(triage._listings.values()))
+    triage._listings[999_999] = some
+    triage._listed_revisions["f" * 40] = 999_999
+    one_pass(triage, sim)
+    assert 999_999 not in triage._listings
+    assert "f" * 40 not in triage._listed_revisions
+    assert set(triage._listed_revisions.values()) <= set(triage._listings)

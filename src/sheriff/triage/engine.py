@@ -515,6 +515,10 @@ class Triage:
             # pushes keeps the others' listings: the next message may be theirs.)
             for gone in set(self._listings) - set(ids):
                 del self._listings[gone]
+            kept = set(self._listings)
+            self._listed_revisions = {
+                revision: p for revision, p in self._listed_revisions.items() if p in kept
+            }
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
