@@ -258,7 +258,7 @@ class Triage:
         summary.runs_observed = self.observer.observe(
             self._runs_to_observe(with_cases),
             now,
-            push_jobs=self._th_jobs_by_push(),
+            push_jobs=self._th_jobs_by_push(pushes),
             treeherder=treeherder,
         )
         plans: list[PushPlan] = []
@@ -588,19 +588,11 @@ class Triage:
                 return True
         return False
 
-    def _th_jobs_by_push(self) -> dict[int, list[dict]]:
-        """Treeherder's job lists read this pass, by Treeherder's push id."""
-        with self.engine.connect() as conn:
-            revisions = dict(
-                conn.execute(
-                    sa.select(push.c.id, push.c.revision).where(push.c.id.in_(list(self._th_jobs)))
-                ).all()
-            )
-        return {
-            self._treeherder_push_ids[revisions[p]]: jobs
-            for p, jobs in self._th_jobs.items()
-            if revisions.get(p) in self._treeherder_push_ids
-        }
+    def _th_jobs_by_push(self, pushes: dict[int, PushState]) -> dict[int, list[dict]]:
+        """Treeherder's job lists read this pass (all of the pass's pushes), by Treeherder's
+        push id."""
+        th_push = {p: self._treeherder_push_ids.get(pushes[p].revision) for p in self._th_jobs}
+        return {th_push[p]: jobs for p, jobs in self._th_jobs.items() if th_push[p]}
 
     def _refresh_classifications(self, states: Sequence[PushState], now: datetime) -> None:
         """Treeherder's classification of every open case's original, as it stands now.
