@@ -25,6 +25,16 @@ STOPPED = "stopped"
 ALERT_STRATEGY = "alert"
 
 
+def alerts_key_prefix(regression_id: int) -> str:
+    """What the request log keys of one regression's alerts start with."""
+    return f"{ALERT_STRATEGY}:{regression_id}:"
+
+
+def alert_key(regression_id: int, event: str, channel: str) -> str:
+    """The request log key of one alert: one row per regression, event and channel."""
+    return f"{alerts_key_prefix(regression_id)}{event}:{channel}"
+
+
 def _push_of(conn: sa.Connection, push_id: int | None) -> dict[str, Any] | None:
     if push_id is None:
         return None
@@ -152,11 +162,15 @@ def alerts_of(
     found: dict[int, list[dict[str, Any]]] = {i: [] for i in wanted}
     if not wanted:
         return found
+    # By key (unique, so indexed): only these regressions' rows, not the repository's.
+    keys = action_request.c.idempotency_key
+    prefixes = [keys.startswith(alerts_key_prefix(i), autoescape=True) for i in sorted(wanted)]
     rows = conn.execute(
         sa.select(action_request.c.input, action_request.c.state, action_request.c.created_at)
         .where(
             action_request.c.strategy == ALERT_STRATEGY,
             action_request.c.repository == repository_name,
+            sa.or_(*prefixes),
         )
         .order_by(action_request.c.id)
     ).all()

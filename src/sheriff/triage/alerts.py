@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sheriff.actions.effects import enqueue_effect
 from sheriff.config import settings as current_settings
 from sheriff.notify import ALERT, channels_from_settings
-from sheriff.store.regressions import get_regression
+from sheriff.store.regressions import alert_key, get_regression
 from sheriff.store.schema import action_request, push
 from sheriff.triage.regressions import search_settled, with_searches
 
@@ -76,7 +76,7 @@ def plan_alerts(
     searching = [r for r in rows if not search_settled(r)]
     for r in rows:
         due = []
-        confirmed_key = f"alert:{r.id}:confirmed:{names[0]}"
+        confirmed_key = alert_key(r.id, "confirmed", names[0])
         # Announced once its search settled and no search still running could make it
         # part of another regression (the same culprit found twice merges them).
         alone = not any(_may_merge(r, other, orders) for other in searching if other.id != r.id)
@@ -98,7 +98,7 @@ def plan_alerts(
             due.append("stopped")
         for event in due:
             for name in names:
-                key = f"alert:{r.id}:{event}:{name}"
+                key = alert_key(r.id, event, name)
                 if key in sent:
                     continue
                 found = get_regression(conn, r.id)
