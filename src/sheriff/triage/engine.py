@@ -433,12 +433,16 @@ class Triage:
         made) or a push this process has not listed. Against this process's listing, not
         the store: another worker may have stored the task, and this process's count of
         the runs an action has still to make is only right once it has seen the action."""
-        stale = set()
-        for revision, task_id in tasks:
-            listing = self._listings.get(self._listed_revisions.get(revision, -1))
-            if listing is None or task_id not in listing.labels:
-                stale.add(revision)
-        return stale
+        return {
+            revision
+            for revision, task_id in tasks
+            if self._lacks(self._listed_revisions.get(revision), task_id)
+        }
+
+    def _lacks(self, push_id: int | None, task_id: str) -> bool:
+        """Whether this process's last listing of the push lacks the task (or it has none)."""
+        listing = self._listings.get(push_id) if push_id is not None else None
+        return listing is None or task_id not in listing.labels
 
     def watched_revisions(self) -> list[str]:
         """Revisions of this repository's pushes a backfill waits for runs on."""
@@ -547,11 +551,7 @@ class Triage:
                 .distinct()
                 .where(job.c.push_id.in_(list(push_ids)))
             ).all()
-        return {
-            p
-            for p, task_id in rows
-            if (listing := self._listings.get(p)) is None or task_id not in listing.labels
-        }
+        return {p for p, task_id in rows if self._lacks(p, task_id)}
 
     def _jobs_of_push(self, treeherder_push_id: int | None) -> list[dict[str, Any]] | None:
         """Treeherder's job list of a push; None when it does not know the push or does not
