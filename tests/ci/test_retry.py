@@ -35,8 +35,10 @@ def test_retry_after_in_seconds_is_waited_for(server: ScriptedServer) -> None:
 
 
 def test_retry_after_as_an_http_date_is_waited_for(server: ScriptedServer) -> None:
-    # HTTP dates have whole seconds: two seconds ahead is at least one second of wait.
-    when = format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True)
+    # HTTP dates have whole seconds: three seconds ahead is more than two seconds from now,
+    # at least one second of wait even when the first answer comes a second late (a busy
+    # machine).
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=3), usegmt=True)
     server.script = [(503, {}, {"Retry-After": when}), (200, [])]
     with Treeherder(server.url, policy=FAST) as treeherder:
         assert treeherder.bug_suggestions("autoland", 1) == []

@@ -1,7 +1,7 @@
 """The walk a sheriff takes every morning, in chromium at 1,280 px: the landing page's
 regressions → a regression → its culprit push's job grid → a job of the regression there
 → its verdict explained in words. On the demo's data (small.yaml played) and on
-autoland-day's first 36 pushes (played once per session: slow).
+autoland-day's first 24 pushes (played once per session: slow).
 
 At every page: a screenshot kept in $SHERIFF_TEST_ARTIFACTS/test_browser_walk, no
 horizontal overflow, no serious or critical axe-core violation (`PageChecks`).

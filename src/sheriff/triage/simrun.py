@@ -31,6 +31,7 @@ from sheriff.actions import log as request_log
 from sheriff.actions.strategies import REGISTRY
 from sheriff.backfill import culprit_metrics
 from sheriff.backfill.status import report_about, report_claims
+from sheriff.ci.retry import policy_from_settings
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
 from sheriff.config import load_settings
@@ -305,10 +306,15 @@ def _play_once(
                 matrix_room_id=SIM_MATRIX_ROOM,
                 **{name: value for name, value in chosen.items() if value is not None},
             )
+            # The `http_*` settings hold here as in `sheriff triage` (SHERIFF_HTTP_RETRY_…).
+            reads = policy_from_settings(settings)
             clients = taskcluster_clients(
-                sim.root_url, client_id=SIM_CLIENT_ID, access_token=SIM_ACCESS_TOKEN
+                sim.root_url,
+                client_id=SIM_CLIENT_ID,
+                access_token=SIM_ACCESS_TOKEN,
+                transport=reads,
             )
-            treeherder = Treeherder(sim.root_url)
+            treeherder = Treeherder(sim.root_url, policy=reads)
             # One Triage per repository, each pass over all of them (as one cron job would).
             triages = [
                 Triage(
