@@ -7,13 +7,16 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from sheriff.ci.pulse import EXCHANGE_PREFIX
+from sheriff.ingest.pulse import event_of, store_events
 from sheriff.model.case import ErrorSummaryState
 from sheriff.model.policy import NO_LOG
 from sheriff.sim.artifacts import artifacts, errorsummary_name
 from sheriff.sim.entities import INFRA_EXCEPTION, INFRA_NO_SUMMARY
+from sheriff.sim.pulse import message
 from sheriff.sim.scenario import parse_scenario
 from sheriff.sim.server import SimServer
-from sheriff.store.schema import job
+from sheriff.store.schema import job, triage_case
 from sheriff.triage.observe import RunRef, observation_done, observations
 from tests.sim.conftest import tiny_data
 from tests.triage.conftest import make_triage, one_pass
@@ -98,3 +101,48 @@ def test_an_exception_run_has_no_log_to_wait_for(triage, troubled) -> None:
     assert found["treeherder_job_id"] is not None
     assert found["parse_status"] == NO_LOG
     assert observation_done(found, want_errorsummary=False)
+
+
+def test_a_run_stored_as_failed_before_taskcluster_resolved_it_is_not_judged(engine, sim) -> None:
+    """A Pulse message may say a run failed while Taskcluster still has it running (in a
+    play: another simulator of the same scenario publishing to the same broker). Its
+    listing is empty until it resolves: that is no missing errorsummary, and no infra
+    verdict; the errorsummary is read once Taskcluster says the run resolved."""
+    triage = make_triage(engine, sim)
+    sim.advance(40)
+    one_pass(triage, sim)
+    task = next(
+        t
+        for t in sim.world.tasks.values()
+        if t.kind == "test"
+        and len(t.runs) == 1
+        and t.runs[0].state == "running"
+        and t.runs[0].outcome.state == "failed"
+        and t.runs[0].outcome.infra is None
+    )
+    run = task.runs[0]
+    payload, routes = message(sim.world, "task-running", task, run)
+    payload["status"]["state"] = "failed"
+    payload["status"]["runs"][0] |= {
+        "state": "failed",
+        "reasonResolved": "failed",
+        "resolved": sim.world.iso(sim.world.minutes),
+    }
+    store_events(engine, [event_of(EXCHANGE_PREFIX + "task-failed", payload, routes[1:])])
+    sim.advance(5)  # Treeherder lists the running job: the case's classification is known
+    assert run.resolved is None
+
+    one_pass(triage, sim)
+    found = _observe(triage, sim, task.task_id, 0)
+    assert found["errorsummary"] is None
+    with engine.connect() as conn:
+        case = conn.execute(
+            sa.select(triage_case.c.state, triage_case.c.verdict).where(
+                triage_case.c.job_id == found["job_id"]
+            )
+        ).one()
+    assert (case.state, case.verdict) == ("new", None)
+
+    while run.resolved is None:
+        sim.advance(5)
+    assert _observe(triage, sim, task.task_id, 0)["errorsummary"] == "complete"

@@ -6,7 +6,8 @@ the parse status of its log until it is `parsed` or `failed` (an exception run h
 `no-log` at once), then its bug suggestions (the failure lines, normalised, and the open
 intermittent bugs among what the bug search found) once; for original runs also the
 errorsummary artifact of that very run (`getArtifact`; an `error` artifact, 424, counts as
-none). Everything is kept in `run_observation`; a finished observation is not fetched again.
+none), judged missing or incomplete only once Taskcluster says the run resolved (`status`).
+Everything is kept in `run_observation`; a finished observation is not fetched again.
 
 When Treeherder cannot help — its parse failed, or it has not parsed the log (or not even
 ingested the job, or not answered) `raw_log_after` after the run ended — sheriff reads the
@@ -55,6 +56,7 @@ from sheriff.model.policy import (
     run_lines_known,
     run_lines_never,
 )
+from sheriff.model.task_shapes import TaskShapeError, check_status
 from sheriff.store.loader import insert_ignoring_conflicts
 from sheriff.store.schema import job, job_type, run_observation, triage_case
 
@@ -68,6 +70,10 @@ FETCHERS = 4
 LIVE_LOG = "public/logs/live_backing.log"
 # Statuses after which nobody has any more to read of the log's lines.
 NOTHING_TO_READ = LINES_READ | {NO_LOG}
+# Taskcluster run states after which a worker uploads nothing more.
+RESOLVED_RUN_STATES = frozenset({"completed", "failed", "exception"})
+# What an errorsummary read says that only a resolved run's artifacts can tell.
+NOT_THERE = frozenset({ErrorSummaryState.MISSING.value, ErrorSummaryState.INCOMPLETE.value})
 
 
 def fetchers() -> ThreadPoolExecutor:
@@ -328,6 +334,34 @@ class Observer:
             update["bug_suggestions"] = _trimmed(suggestions)
 
     def _errorsummary(self, run: RunRef) -> dict[str, Any]:
+        """The run's errorsummary state and structured failures; nothing when not known yet.
+
+        A worker uploads a run's artifacts before it resolves the run: a resolved run's
+        listing is final (what it lacks is missing), an unresolved run's is not (it lists
+        nothing yet). The stored run may be ahead of Taskcluster, as a Pulse message is a
+        hint (in a play, one from another simulator on the same broker and scenario), so
+        a missing or incomplete errorsummary, an infra verdict never recomputed (SPEC §3
+        step 4), is stored only once Taskcluster's own status says the run resolved: one
+        more call, for those runs alone. Until then the next pass reads it again. A
+        complete one is complete whenever it is read."""
+        found = self._read_errorsummary(run)
+        if found.get("errorsummary") in NOT_THERE and not self._resolved(run):
+            return {}
+        return found
+
+    def _resolved(self, run: RunRef) -> bool:
+        """Taskcluster's status says this run resolved (no answer: not known, so no)."""
+        try:
+            answer = self.clients.queue.status(run.task_id)
+            runs = check_status(answer.get("status") if isinstance(answer, dict) else None).get(
+                "runs", []
+            )
+        except (TaskclusterError, TaskShapeError) as exc:
+            log.warning("status of task %s not read: %s", run.task_id, exc)
+            return False
+        return run.run_id < len(runs) and runs[run.run_id]["state"] in RESOLVED_RUN_STATES
+
+    def _read_errorsummary(self, run: RunRef) -> dict[str, Any]:
         missing = {"errorsummary": ErrorSummaryState.MISSING.value, "structured_failures": []}
         try:
             names = [
