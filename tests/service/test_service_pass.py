@@ -125,3 +125,32 @@ def test_a_window_pass_forgets_the_revisions_of_the_listings_it_drops(engine, si
     assert 999_999 not in triage._listings
     assert "f" * 40 not in triage._listed_revisions
     assert set(triage._listed_revisions.values()) <= set(triage._listings)
+
+
+def test_a_job_list_read_this_pass_answers_for_its_runs_not_ingested_yet(engine, sim) -> None:
+    # A run missing from its push's job list, read moments ago by the same pass, is not
+    # ingested yet: asking Treeherder again (the push's list, the task's jobs) says the same.
+    triage = make_triage(engine, sim)
+    sim.advance(90)
+    one_pass(triage, sim)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(job.c.id, job.c.task_id, job.c.run_id, job.c.result, push.c.revision)
+            .join(push, push.c.id == job.c.push_id)
+            .where(job.c.id.not_in(sa.select(run_observation.c.job_id)))
+            .order_by(push.c.id, job.c.id)
+        ).all()
+    revision = Counter(r.revision for r in rows).most_common(1)[0][0]
+    runs = [r for r in rows if r.revision == revision][:3]
+    assert len(runs) == 3
+    th_push = triage._treeherder_push_ids[revision]
+    refs = [RunRef(r.id, r.task_id, r.run_id, False, th_push, r.result) for r in runs]
+    before = _asked(sim)
+    # Several runs of the push, and one alone: neither asks again.
+    triage.observer.observe(refs[:2], sim.now, push_jobs={th_push: []})
+    triage.observer.observe(refs[2:], sim.now, push_jobs={th_push: []})
+    assert (_asked(sim) - before)["GET /api/jobs/"] == 0
+    # Without this pass's list, the runs are asked for (the push's list, then the task's).
+    triage.observer.observe(refs[:2], sim.now)
+    triage.observer.observe(refs[2:], sim.now)
+    assert (_asked(sim) - before)["GET /api/jobs/"] == 2
