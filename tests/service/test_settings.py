@@ -62,3 +62,18 @@ def test_a_bad_value_in_a_table_is_refused_naming_it(config: Path) -> None:
     config.write_text(TOML + "\n[repository.beta]\nqueues = []\n")
     with pytest.raises(ConfigError, match="queues"):
         load_settings()
+
+
+def test_catch_up_passes_are_full_at_first_then_every_full_period_cheap_between() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sheriff.service.tasks import CATCH_UP_MARGIN, catch_up_quiet_since
+
+    t0 = datetime(2026, 11, 2, 8, tzinfo=UTC)
+    hour = timedelta(hours=1)
+    assert catch_up_quiet_since(None, t0, hour) is None  # a process's first pass
+    ten = timedelta(minutes=10)
+    # Between full passes: news since the last pass (with a margin) is what is looked at.
+    assert catch_up_quiet_since((t0 + ten, t0), t0 + 2 * ten, hour) == t0 + ten - CATCH_UP_MARGIN
+    assert catch_up_quiet_since((t0 + 5 * ten, t0), t0 + 6 * ten, hour) is None  # an hour on
+    assert catch_up_quiet_since((t0 + ten, t0), t0, hour) is None  # the clock went back
