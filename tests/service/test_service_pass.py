@@ -190,10 +190,19 @@ def test_a_cheap_catch_up_asks_only_where_pulse_told_and_a_full_pass_finds_the_r
     quiet = at_work - with_cases  # still at work, no open case: only Pulse would tell
     assert quiet
     # Pulse told of nothing since `now`: only the pushes with open cases are asked about.
-    _, asked = catch_up(quiet_since=now)
+    stored = _stored_pushes(engine)
+    cheap, asked = catch_up(quiet_since=now)
     assert asked <= len(with_cases)
+    assert cheap.groups_listed <= len(with_cases)
+    assert _stored_pushes(engine) == stored  # a push Pulse named nothing of yet: not listed
     # What the lost messages said is not lost: the next full pass (or a push that stirs)
     # asks about every push still at work and stores the runs.
     full, asked = catch_up(quiet_since=None)
     assert asked >= len(with_cases | quiet)
     assert full.jobs_written > 0
+    assert _stored_pushes(engine) > stored
+
+
+def _stored_pushes(engine) -> set[int]:
+    with engine.connect() as conn:
+        return set(conn.execute(sa.select(job.c.push_id).distinct()).scalars())

@@ -534,6 +534,10 @@ class Triage:
             for p in ids
             if p not in with_jobs or p in searched or (p in open_ and p not in self._listings)
         }
+        if stirring is not None:
+            # A push Pulse has named no task of yet (its decision task still at work, or
+            # every message of it lost) is Pulse's to announce: the full pass lists it.
+            must = {p for p in must if p in with_jobs or p in searched or p in open_}
         if relist is None:
             # A pass over the window: what it does not cover is not kept. (A pass on given
             # pushes keeps the others' listings: the next message may be theirs.)
