@@ -58,10 +58,15 @@ def make_app(config: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         beat_schedule={
+            # No expiry: the worker drops a task that expired in the queue, so while
+            # events tasks stood in the queue longer than one period every open_cases
+            # pass was dropped, and new cases waited for Treeherder's news until the
+            # backlog cleared (tens of seconds on a busy machine). A pass that comes late
+            # behind another is cheap: `open_cases` skips one within the period that
+            # waits on no new run.
             "open-cases": {
                 "task": "sheriff.open_cases",
                 "schedule": config.open_cases_every_seconds,
-                "options": {"expires": config.open_cases_every_seconds},
             },
             "catch-up": {
                 "task": "sheriff.catch_up",
