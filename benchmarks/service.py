@@ -10,6 +10,7 @@ does; target: the service at most half of polling), throughput, whether every ca
 verdict is the one polling reached, and the requests per endpoint. Never fails on a figure.
 
     .venv/bin/python benchmarks/service.py [--scenario small] [--workers 1,2] [--speed 10]
+        [--open-cases-every 1] [--catch-up-every 30] [--catch-up-full-every CI_SECONDS]
 """
 
 from __future__ import annotations
@@ -107,6 +108,15 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--speed", type=float, default=10.0, help="virtual minutes per second")
     parser.add_argument("--open-cases-every", type=float, default=1.0, help="wall seconds")
+    parser.add_argument(
+        "--catch-up-every", type=float, default=30.0, help="wall seconds between catch-ups"
+    )
+    parser.add_argument(
+        "--catch-up-full-every",
+        type=float,
+        default=None,
+        help="CI seconds between full catch-up passes (default: the setting's, 3600)",
+    )
     parser.add_argument("--admin-url", default=ADMIN_URL, help="PostgreSQL to create dbs in")
     parser.add_argument("--amqp-url", default=AMQP_URL)
     parser.add_argument("--json", type=Path, help="write every figure here")
@@ -147,6 +157,8 @@ def main() -> None:
                 workers=workers,
                 speed=args.speed,
                 open_cases_every_seconds=args.open_cases_every,
+                catch_up_every_seconds=args.catch_up_every,
+                catch_up_full_every_seconds=args.catch_up_full_every,
                 wall_limit_seconds=args.wall_limit,
                 progress=lambda line: print(f"  … {line}", flush=True),
             ).run()

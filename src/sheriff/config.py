@@ -193,6 +193,9 @@ class Settings(BaseSettings):
     # pushes with open cases (what waits on Treeherder) and the whole window (Pulse missed).
     open_cases_every_seconds: float = Field(60.0, gt=0)
     catch_up_every_seconds: float = Field(600.0, gt=0)
+    # CI-time seconds between full catch-up passes (every push of the window still at work
+    # asked about); the passes between look only where Pulse told of something since.
+    catch_up_full_every_seconds: float = Field(3600.0, gt=0)
     catch_up_window_hours: float = Field(6.0, gt=0)
 
     # Serving.

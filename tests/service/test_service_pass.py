@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from sheriff.sim.scenario import load_scenario
 from sheriff.sim.server import SimServer
 from sheriff.store.schema import job, push, run_observation, triage_case
+from sheriff.triage.cases import OPEN_STATES
 from sheriff.triage.observe import RunRef, observations
 from tests.triage.conftest import TINY, make_triage, one_pass
 
@@ -125,3 +127,82 @@ def test_a_window_pass_forgets_the_revisions_of_the_listings_it_drops(engine, si
     assert 999_999 not in triage._listings
     assert "f" * 40 not in triage._listed_revisions
     assert set(triage._listed_revisions.values()) <= set(triage._listings)
+
+
+def test_a_job_list_read_this_pass_answers_for_its_runs_not_ingested_yet(engine, sim) -> None:
+    # A run missing from its push's job list, read moments ago by the same pass, is not
+    # ingested yet: asking Treeherder again (the push's list, the task's jobs) says the same.
+    triage = make_triage(engine, sim)
+    sim.advance(90)
+    one_pass(triage, sim)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(job.c.id, job.c.task_id, job.c.run_id, job.c.result, push.c.revision)
+            .join(push, push.c.id == job.c.push_id)
+            .where(job.c.id.not_in(sa.select(run_observation.c.job_id)))
+            .order_by(push.c.id, job.c.id)
+        ).all()
+    revision = Counter(r.revision for r in rows).most_common(1)[0][0]
+    runs = [r for r in rows if r.revision == revision][:3]
+    assert len(runs) == 3
+    th_push = triage._treeherder_push_ids[revision]
+    refs = [RunRef(r.id, r.task_id, r.run_id, False, th_push, r.result) for r in runs]
+    before = _asked(sim)
+    # Several runs of the push, and one alone: neither asks again.
+    triage.observer.observe(refs[:2], sim.now, push_jobs={th_push: []})
+    triage.observer.observe(refs[2:], sim.now, push_jobs={th_push: []})
+    assert (_asked(sim) - before)["GET /api/jobs/"] == 0
+    # Without this pass's list, the runs are asked for (the push's list, then the task's).
+    triage.observer.observe(refs[:2], sim.now)
+    triage.observer.observe(refs[2:], sim.now)
+    assert (_asked(sim) - before)["GET /api/jobs/"] == 2
+
+
+def test_a_cheap_catch_up_asks_only_where_pulse_told_and_a_full_pass_finds_the_rest(
+    engine, sim
+) -> None:
+    triage = make_triage(engine, sim)
+    sim.advance(40)  # pushes still at work
+    one_pass(triage, sim)
+    sim.advance(20)  # runs resolve on several pushes; every message of them is lost
+    now = sim.now
+
+    def catch_up(quiet_since):
+        before = _asked(sim)
+        summary = triage.run_pass(
+            since=now - timedelta(hours=6), until=now, now=now, quiet_since=quiet_since
+        )
+        return summary, (_asked(sim) - before)["GET /api/jobs/"]
+
+    with engine.connect() as conn:
+        at_work = set(
+            conn.execute(
+                sa.select(job.c.push_id).distinct().where(job.c.state != "completed")
+            ).scalars()
+        )
+        with_cases = set(
+            conn.execute(
+                sa.select(triage_case.c.push_id)
+                .distinct()
+                .where(triage_case.c.state.in_(OPEN_STATES))
+            ).scalars()
+        )
+    quiet = at_work - with_cases  # still at work, no open case: only Pulse would tell
+    assert quiet
+    # Pulse told of nothing since `now`: only the pushes with open cases are asked about.
+    stored = _stored_pushes(engine)
+    cheap, asked = catch_up(quiet_since=now)
+    assert asked <= len(with_cases)
+    assert cheap.groups_listed <= len(with_cases)
+    assert _stored_pushes(engine) == stored  # a push Pulse named nothing of yet: not listed
+    # What the lost messages said is not lost: the next full pass (or a push that stirs)
+    # asks about every push still at work and stores the runs.
+    full, asked = catch_up(quiet_since=None)
+    assert asked >= len(with_cases | quiet)
+    assert full.jobs_written > 0
+    assert _stored_pushes(engine) > stored
+
+
+def _stored_pushes(engine) -> set[int]:
+    with engine.connect() as conn:
+        return set(conn.execute(sa.select(job.c.push_id).distinct()).scalars())

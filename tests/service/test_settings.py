@@ -62,3 +62,32 @@ def test_a_bad_value_in_a_table_is_refused_naming_it(config: Path) -> None:
     config.write_text(TOML + "\n[repository.beta]\nqueues = []\n")
     with pytest.raises(ConfigError, match="queues"):
         load_settings()
+
+
+def test_catch_up_passes_are_full_at_first_then_every_full_period_cheap_between() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sheriff.service.tasks import CATCH_UP_MARGIN, catch_up_quiet_since
+
+    t0 = datetime(2026, 11, 2, 8, tzinfo=UTC)
+    hour = timedelta(hours=1)
+    assert catch_up_quiet_since(None, t0, hour) is None  # a process's first pass
+    ten = timedelta(minutes=10)
+    # Between full passes: news since the last pass (with a margin) is what is looked at.
+    assert catch_up_quiet_since((t0 + ten, t0), t0 + 2 * ten, hour) == t0 + ten - CATCH_UP_MARGIN
+    assert catch_up_quiet_since((t0 + 5 * ten, t0), t0 + 6 * ten, hour) is None  # an hour on
+    assert catch_up_quiet_since((t0 + ten, t0), t0, hour) is None  # the clock went back
+
+
+def test_open_cases_passes_never_expire_in_the_queue() -> None:
+    # An expired task is dropped by the worker: behind a backlog of events tasks longer
+    # than one period, every pass would be, and new cases would wait for the backlog.
+    from sheriff.config import Settings
+    from sheriff.service.tasks import app, make_app
+
+    try:
+        schedule = make_app(Settings(open_cases_every_seconds=5)).conf.beat_schedule
+    finally:
+        app.set_current()  # make_app made its app the current one
+    assert schedule["open-cases"]["schedule"] == 5
+    assert "expires" not in schedule["open-cases"].get("options", {})

@@ -98,6 +98,7 @@ class ServicePlay:
     speed: float = 10.0  # virtual minutes per wall second
     open_cases_every_seconds: float = 1.0
     catch_up_every_seconds: float = 30.0
+    catch_up_full_every_seconds: float | None = None  # CI seconds; None: the default
     batch_seconds: float = 0.3
     kill_worker_at: float | None = None  # share of the pushes' span: SIGKILL a worker then
     restart_listener_at: float | None = None
@@ -272,6 +273,8 @@ class ServicePlay:
             "SHERIFF_CATCH_UP_EVERY_SECONDS": str(self.catch_up_every_seconds),
             **self.extra_env,
         }
+        if self.catch_up_full_every_seconds is not None:
+            env["SHERIFF_CATCH_UP_FULL_EVERY_SECONDS"] = str(self.catch_up_full_every_seconds)
         if self.policy:
             env["SHERIFF_POLICY"] = self.policy
         env.pop("SHERIFF_CONFIG", None)

@@ -15,7 +15,9 @@ their state from the store and from CI, and the request log sends each action on
   (ingestion, log parsing, classifications), which Pulse does not tell, and the backfills;
   no group is listed again (Pulse said what moved).
 - `sheriff.catch_up(repo)`: the polling pass over the window (`sheriff triage`), for what
-  Pulse never delivered: a lost message delays a verdict, never loses it.
+  Pulse never delivered: a lost message delays a verdict, never loses it. Between full
+  passes (`catch_up_full_every_seconds` of CI time) it asks Treeherder only about the
+  pushes Pulse told of something since the last pass and those with open cases.
 """
 
 from __future__ import annotations
@@ -56,10 +58,15 @@ def make_app(config: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         beat_schedule={
+            # No expiry: the worker drops a task that expired in the queue, so while
+            # events tasks stood in the queue longer than one period every open_cases
+            # pass was dropped, and new cases waited for Treeherder's news until the
+            # backlog cleared (tens of seconds on a busy machine). A pass that comes late
+            # behind another is cheap: `open_cases` skips one within the period that
+            # waits on no new run.
             "open-cases": {
                 "task": "sheriff.open_cases",
                 "schedule": config.open_cases_every_seconds,
-                "options": {"expires": config.open_cases_every_seconds},
             },
             "catch-up": {
                 "task": "sheriff.catch_up",
@@ -177,16 +184,49 @@ def open_cases(repo: str | None = None) -> dict[str, Any]:
     return reports
 
 
+# This process's catch-up passes per repository: CI time of the last one, and of the last
+# full one.
+_CAUGHT_UP: dict[str, tuple[datetime, datetime]] = {}
+
+
 @app.task(name="sheriff.catch_up")
 def catch_up(repo: str | None = None) -> dict[str, Any]:
     rt = runtime()
     window = timedelta(hours=rt.settings.catch_up_window_hours)
+    full_every = timedelta(seconds=rt.settings.catch_up_full_every_seconds)
     reports = {}
     for name in [repo] if repo else rt.settings.watched_repositories:
         now = rt.now()
-        summary = rt.triage(name).run_pass(since=now - window, until=now, now=now)
-        reports[name] = _report(summary)
+        last = _CAUGHT_UP.get(name)
+        quiet_since = catch_up_quiet_since(last, now, full_every)
+        summary = rt.triage(name).run_pass(
+            since=now - window, until=now, now=now, quiet_since=quiet_since
+        )
+        # Only once it passed: a failed pass is not a pass to count from.
+        _CAUGHT_UP[name] = (now, now if quiet_since is None or last is None else last[1])
+        reports[name] = _report(summary, full=quiet_since is None)
     return reports
+
+
+def catch_up_quiet_since(
+    last: tuple[datetime, datetime] | None, now: datetime, full_every: timedelta
+) -> datetime | None:
+    """The catch-up pass's `quiet_since`; None: a full pass. `last`: CI time of this
+    process's last catch-up pass and of its last full one.
+
+    When Pulse delivers, a catch-up pass finds nothing: it asks Treeherder whether a push
+    moved only where Pulse told of something since the last pass (a lost message there
+    shows) or a case is open. A push gone quiet whose last message was lost waits for the
+    full pass, at most `full_every` of CI time later. A process's first pass is full, and
+    so is one whose clock went back."""
+    if last is None or now - last[1] >= full_every or now < last[0]:
+        return None
+    return last[0] - CATCH_UP_MARGIN
+
+
+# A run stored as resolved shortly before the last pass may have been stored after it
+# looked (two workers, a clock read before the pass): the margin counts it as news again.
+CATCH_UP_MARGIN = timedelta(minutes=10)
 
 
 def _report(summary: PassSummary, **extra: Any) -> dict[str, Any]:

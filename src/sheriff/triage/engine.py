@@ -209,6 +209,7 @@ class Triage:
         backfills: bool = True,
         relist: Collection[str] | None = None,
         treeherder: bool = True,
+        quiet_since: datetime | None = None,
     ) -> PassSummary:
         """One pass over the pushes of [since, until] and those with open cases; or, with
         `revisions`, over those pushes alone (what a Pulse message names: the service).
@@ -219,7 +220,12 @@ class Triage:
         process has not listed yet is listed too), the others keep their last listing and
         Treeherder is not asked whether they moved. `treeherder` False asks Treeherder
         nothing (classifications, observations: a run that just ended is not ingested
-        yet); what waits on it is for the `open_cases` passes (`due_revisions`)."""
+        yet); what waits on it is for the `open_cases` passes (`due_revisions`).
+
+        `quiet_since` (the service's cheaper catch-up): Treeherder is asked whether a push
+        moved only for pushes with open cases or with a run stored as resolved since then;
+        a push still at work that Pulse has said nothing of since is left to a later full
+        pass (pushes not stored at all are listed, as always)."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
@@ -227,7 +233,7 @@ class Triage:
         self._th_jobs = {}
         pushes = self._discover(since, until, revisions)
         summary.pushes = len(pushes)
-        to_list = self._to_list(pushes, relist)
+        to_list = self._to_list(pushes, relist, quiet_since)
         # Listing is waiting on the network; storing is work on the database: the next
         # groups are fetched while one is stored.
         with fetchers() as pool:
@@ -479,7 +485,10 @@ class Triage:
         return found
 
     def _to_list(
-        self, pushes: dict[int, PushState], relist: Collection[str] | None = None
+        self,
+        pushes: dict[int, PushState],
+        relist: Collection[str] | None = None,
+        quiet_since: datetime | None = None,
     ) -> list[PushState]:
         """Pushes whose task group can still change what sheriff knows (with `relist`:
         those it names, and those that must be listed)."""
@@ -507,6 +516,17 @@ class Triage:
                 ).scalars()
             )
             searched = backfill_pushes(conn)
+            stirring = (
+                set(
+                    conn.execute(
+                        sa.select(job.c.push_id)
+                        .distinct()
+                        .where(job.c.push_id.in_(ids), job.c.end_time >= quiet_since)
+                    ).scalars()
+                )
+                if quiet_since is not None
+                else None
+            )
         # A push with open cases keeps the action tasks of its last listing in memory; a
         # process that has none (just started) lists it again.
         must = {
@@ -514,6 +534,10 @@ class Triage:
             for p in ids
             if p not in with_jobs or p in searched or (p in open_ and p not in self._listings)
         }
+        if stirring is not None:
+            # A push Pulse has named no task of yet (its decision task still at work, or
+            # every message of it lost) is Pulse's to announce: the full pass lists it.
+            must = {p for p in must if p in with_jobs or p in searched or p in open_}
         if relist is None:
             # A pass over the window: what it does not cover is not kept. (A pass on given
             # pushes keeps the others' listings: the next message may be theirs.)
@@ -526,6 +550,10 @@ class Triage:
         maybe = [p for p in ids if p not in must and (p in unresolved or p in open_)]
         for p in maybe:
             pushes[p].listing = self._listings.get(p)
+        if stirring is not None:
+            # Pulse told of nothing on the others since `quiet_since`: if it lost a message
+            # there, the next full pass finds it (a delay, never a loss).
+            maybe = [p for p in maybe if p in open_ or p in stirring]
         if relist is not None:
             # Also a push whose stored tasks this process's listing lacks: another worker
             # listed it since, and the runs its actions have still to make are counted

@@ -217,10 +217,23 @@ class Observer:
     ) -> Ingested:
         """Treeherder's jobs of these runs, one call per push for pushes with several."""
         ingested = Ingested()
-        for push_id in {r.treeherder_push_id for r in runs} & set(push_jobs):
+        read = {
+            p
+            for p in {r.treeherder_push_id for r in runs}
+            if p is not None and push_jobs.get(p) is not None
+        }
+        for push_id in read:
             for th_job in push_jobs[push_id]:
                 ingested.jobs[(th_job["task_id"], int(th_job.get("retry_id", 0)))] = th_job
-        runs = [r for r in runs if (r.task_id, r.run_id) not in ingested.jobs]
+        # A push whose job list was read this pass answers for all its runs: one missing
+        # from it is not ingested yet, and asking again (its list, or the task's jobs)
+        # would only say so again.
+        ingested.pushes |= read
+        runs = [
+            r
+            for r in runs
+            if (r.task_id, r.run_id) not in ingested.jobs and r.treeherder_push_id not in read
+        ]
         by_push = Counter(r.treeherder_push_id for r in runs if r.treeherder_push_id is not None)
         for push_id, count in by_push.items():
             if count > 1:
