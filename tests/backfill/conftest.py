@@ -27,6 +27,15 @@ A, B, C, D = "a/browser.toml", "b/browser.toml", "c/browser.toml", "d/browser.to
 TEST = "a/browser_regressed.js"
 LINE = f"TEST-UNEXPECTED-FAIL | {TEST} | expected true, got false"
 NOISE = "TEST-UNEXPECTED-TIMEOUT | d/browser_flaky.js | timed out"
+# A crash between tests: no TEST-UNEXPECTED line, the process id where the test would be.
+CRASH = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | pid: <pid>"
+
+
+def crash_seen(rng: random.Random) -> list[str]:
+    """One run's raw crash line, as Treeherder shows it: its own pointer and pid."""
+    offset, pid = rng.getrandbits(20), rng.randrange(1000, 60000)
+    return [f"PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + 0x{offset:x}]"
+            f" | pid: {pid}"]  # fmt: skip
 
 
 def revision(index: int) -> str:
@@ -42,6 +51,7 @@ class FakeCI:
     culprit: int = 11
     rate: float = 1.0
     seed: int = 1
+    crash: bool = False  # the regression crashes between tests instead of failing LINE
     sent: list[dict[str, Any]] = field(default_factory=list)
     created_runs: int = 0
     definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -100,7 +110,7 @@ class FakeCI:
                 ).all()
             )
             observations = [
-                {"job_id": ids[j.task_id], "parse_status": "parsed", "failure_lines": lines}
+                {"job_id": ids[j.task_id], "parse_status": "parsed", **self._lines(lines)}
                 for j, lines in zip(jobs, shown, strict=True)
                 if lines is not None
             ]
@@ -131,11 +141,18 @@ class FakeCI:
                     sa.insert(run_observation).values(
                         job_id=job_id,
                         parse_status="parsed",
-                        failure_lines=lines if lines is not None else [LINE],
+                        **self._lines(lines if lines is not None else [LINE]),
                         updated_at=START,
                     )
                 )
         return job_id
+
+    def _lines(self, lines: list[str]) -> dict[str, Any]:
+        """A failed run's observed lines: `lines`, or in a crash world its crash alone
+        (the TEST-UNEXPECTED lines empty, the raw PROCESS-CRASH line kept)."""
+        if not self.crash or LINE not in lines:
+            return {"failure_lines": lines, "raw_failure_lines": lines}
+        return {"failure_lines": [], "raw_failure_lines": crash_seen(self.rng)}
 
     def history(self) -> None:
         """One scheduled run of the label per push."""

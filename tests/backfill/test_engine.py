@@ -15,7 +15,7 @@ from sheriff.backfill import (
     reports,
 )
 from sheriff.store.schema import backfill_record, backfill_report, run_observation
-from tests.backfill.conftest import LINE, START, SUITE, TEST, A, B, FakeCI, revision
+from tests.backfill.conftest import CRASH, LINE, START, SUITE, TEST, A, B, FakeCI, revision
 
 HOUR = timedelta(hours=1)
 
@@ -254,3 +254,17 @@ def test_flake_aware_finds_no_culprit_when_nothing_regressed(engine) -> None:
     [report] = _play(ci, BackfillSettings(strategy="flake-aware"), passes=30)
     assert report["culprit_revision"] is None
     assert report["status"] == "failed" and "culprit" in (report["reason"] or "")
+
+
+@pytest.mark.parametrize("strategy", ["linear", "flake-aware"])
+def test_a_crash_between_tests_is_searched_by_its_crash_line(engine, strategy: str) -> None:
+    """A regression whose only line is `PROCESS-CRASH | signature | pid: N` (no test named):
+    the report looks for the normalised crash line and the search names its culprit."""
+    ci = FakeCI(engine, crash=True)
+    ci.history()
+    _open(ci, strategy=strategy)
+    [report] = _play(ci, BackfillSettings(strategy=strategy), passes=20)
+    with engine.connect() as conn:
+        looked_for = conn.execute(sa.select(backfill_report.c.failure_lines)).scalar_one()
+    assert looked_for == [CRASH] and report["tests"] == []
+    assert report["status"] == "culprit" and report["culprit_revision"] == revision(11)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sheriff.model.failure_lines import (
     LineKind,
+    crash_lines,
     failure_lines,
     failure_lines_from_bug_suggestions,
     line_kind,
@@ -299,3 +300,22 @@ def test_a_log_without_failure_lines_gives_none() -> None:
     )
     line = "[task 2026-11-02T08:00:00.000Z] 08:00:01 INFO - TEST-UNEXPECTED-FAIL | a.js | boom"
     assert log_error_lines(f"x\n{line}\ny") == ["TEST-UNEXPECTED-FAIL | a.js | boom"]
+
+
+def test_a_crash_between_tests_normalises_its_process_id() -> None:
+    """`PROCESS-CRASH | signature | pid: N` (mozlog names the process when no test ran):
+    two runs of one crash differ in the pointer and the pid only."""
+    one = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo + 0x1a2b] | pid: 4242"
+    two = "12:00:01  WARNING -  PROCESS-CRASH | application crashed [@ mozilla::dom::Foo + 0xff]"
+    two += " | pid: 77"
+    assert (
+        crash_lines([one])
+        == crash_lines([two])
+        == ["PROCESS-CRASH | application crashed [@ mozilla::dom::Foo + <ptr>] | pid: <pid>"]
+    )
+    other = "PROCESS-CRASH | application crashed [@ mozilla::dom::Bar + 0x1] | pid: 4242"
+    assert crash_lines([other]) != crash_lines([one])
+    # A crash in a test keeps the test; TEST-UNEXPECTED lines are not crash lines.
+    assert crash_lines(
+        ["PROCESS-CRASH | crashed [@ x] | dom/a/test_1.html", "TEST-UNEXPECTED-FAIL | a | b"]
+    ) == ["PROCESS-CRASH | crashed [@ x] | dom/a/test_1.html"]

@@ -378,3 +378,46 @@ def test_an_unparsed_original_is_compared_by_its_errorsummarys_tests() -> None:
     bare = replace(unparsed, structured_failures=())
     decision = POLICY.decide(CaseEvidence(bare, history=NEUTRAL))
     assert decision.verdict is Verdict.INTERMITTENT and "no failure line" in decision.reason
+
+
+CRASH = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | pid: <pid>"
+OTHER_CRASH = "PROCESS-CRASH | application crashed [@ mozilla::Baz::Qux + <ptr>] | pid: <pid>"
+
+
+def crashed(task_id: str, *crashes: str) -> RunEvidence:
+    result = "testfailed" if crashes else "success"
+    return RunEvidence(task_id, resolved=True, result=result, lines_known=True,
+                       crash_lines=crashes, requested_by_sheriff=True)  # fmt: skip
+
+
+def test_a_crash_between_tests_is_compared_by_its_crash_line() -> None:
+    """An original whose only failure line is a PROCESS-CRASH line (it names no test):
+    under `history` retriggers with the same normalised crash line reproduce it and the
+    seed rule's count decides on every run, saying so; `seed` never compares crash lines."""
+    original = crashed("orig", CRASH)
+    first = POLICY.decide(CaseEvidence(original, history=NEUTRAL))
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
+    two = [crashed("r1", CRASH), crashed("r2", CRASH), *(crashed(f"r{i}") for i in range(3, 6))]
+    decision = POLICY.decide(CaseEvidence(original, tuple(two), history=NEUTRAL))
+    assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 2
+    assert "PROCESS-CRASH" in decision.reason and "same signature" in decision.reason
+    assert decision.to_dict()["history"]["crash_lines"] == [CRASH]
+    # Another signature is another crash: one reproduction is not a regression.
+    one = [
+        crashed("r1", CRASH),
+        crashed("r2", OTHER_CRASH),
+        *(crashed(f"r{i}") for i in range(3, 6)),
+    ]
+    decision = POLICY.decide(CaseEvidence(original, tuple(one), history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 1
+    # The seed rule compares TEST-UNEXPECTED lines only (SPEC §3 step 8): intermittent.
+    seed = get_policy("seed").decide(CaseEvidence(original, tuple(two)))
+    assert seed.verdict is Verdict.INTERMITTENT and seed.evidence.reproducing == ()
+
+
+def test_a_crash_beside_a_test_failure_changes_nothing() -> None:
+    """With a TEST-UNEXPECTED line the crash line is no second count: the lines decide."""
+    original = replace(ORIGINAL, crash_lines=(CRASH,))
+    runs = [replace(done(f"r{i}"), crash_lines=(CRASH,)) for i in range(1, 6)]
+    decision = POLICY.decide(CaseEvidence(original, tuple(runs), history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0

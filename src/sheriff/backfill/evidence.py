@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import PushRuns
+from sheriff.model.failure_lines import crash_lines
 from sheriff.model.failure_lines import failing_test as test_of
 from sheriff.model.policy import run_lines_known, run_lines_never
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
@@ -135,6 +136,7 @@ def window_evidence(
             job.c.action,
             run_observation.c.parse_status,
             run_observation.c.failure_lines,
+            run_observation.c.raw_failure_lines,
         )
         .select_from(job)
         .join(job_type, job_type.c.id == job.c.job_type_id)
@@ -152,7 +154,12 @@ def window_evidence(
                 result=row.result,
                 action=row.action,
                 parse_status=row.parse_status,
-                failure_lines=list(row.failure_lines) if row.failure_lines is not None else None,
+                # With the crash lines: a regression that crashes between tests has no other.
+                failure_lines=(
+                    [*row.failure_lines, *crash_lines(row.raw_failure_lines)]
+                    if row.failure_lines is not None
+                    else None
+                ),
             )
         )
     return evidence

@@ -21,6 +21,7 @@ from sheriff.backfill.settings import STRATEGIES, BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
+from sheriff.model.failure_lines import crash_lines
 from sheriff.model.policy import run_lines_known
 from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.queries import job_manifests, platform_config
@@ -64,11 +65,16 @@ class Regression:
 
 def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
     row = conn.execute(
-        sa.select(run_observation.c.failure_lines).where(run_observation.c.job_id == job_id)
+        sa.select(run_observation.c.failure_lines, run_observation.c.raw_failure_lines).where(
+            run_observation.c.job_id == job_id
+        )
     ).first()
     if row is None or row.failure_lines is None:
         return None
-    return [line for line in row.failure_lines if test_of(line)]
+    # A crash between tests names no test: its PROCESS-CRASH line is what to look for.
+    return [line for line in row.failure_lines if test_of(line)] or crash_lines(
+        row.raw_failure_lines
+    )
 
 
 def regression_of(conn: sa.Connection, job_id: int) -> Regression:
@@ -89,7 +95,12 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
     ).one()
     lines = _observed_lines(conn, job_id) or []
     retriggers = conn.execute(
-        sa.select(job.c.result, run_observation.c.parse_status, run_observation.c.failure_lines)
+        sa.select(
+            job.c.result,
+            run_observation.c.parse_status,
+            run_observation.c.failure_lines,
+            run_observation.c.raw_failure_lines,
+        )
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
         .where(
@@ -109,7 +120,7 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
         if row.result == "success":
             seen.append([])
         elif run_lines_known(row.parse_status, row.failure_lines):
-            seen.append(list(row.failure_lines))
+            seen.append([*row.failure_lines, *crash_lines(row.raw_failure_lines)])
     shown = [line for line in lines if any(line in run for run in seen)]
     kept = shown or lines
     tests = sorted({t for t in (test_of(line) for line in kept) if t})

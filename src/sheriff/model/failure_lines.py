@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "LineKind",
+    "crash_lines",
     "failing_test",
     "failure_lines",
     "failure_lines_from_bug_suggestions",
@@ -112,6 +113,9 @@ _NUMBER = re.compile(
     r"(?:%|px|[kKMG]i?B|bytes?)?(?=$|[\s)\]},;:'\"!?%]|\.(?!\w))"
 )
 _SPACES = re.compile(r"\s+")
+# A crash between tests names the process where a crash in a test names the test
+# (mozlog's tbpl formatter): `PROCESS-CRASH | application crashed [@ sig] | pid: 1234`.
+_CRASH_PROCESS = re.compile(r"^(pid:?\s*)\d+$", re.IGNORECASE)
 
 
 def strip_log_prefix(line: str) -> str:
@@ -199,6 +203,9 @@ def normalise_failure_line(line: str) -> str:
     test_index = len(fields) - 1 if _CRASH.match(kind) else 1
     out = [kind]
     for index, field in enumerate(fields[1:], start=1):
+        if index == test_index and test_index != 1:
+            # The process id of a crash between tests changes on every run; a test stays.
+            field = _CRASH_PROCESS.sub(r"\1<pid>", field)
         out.append(_normalise_test(field) if index == test_index else _normalise_message(field))
     return _SPACES.sub(" ", " | ".join(out)).strip()
 
@@ -218,6 +225,12 @@ def failure_lines(lines: Iterable[str], kind: LineKind = LineKind.TEST_FAILURE) 
         if line_kind(line) is kind:
             seen.setdefault(normalise_failure_line(line), None)
     return list(seen)
+
+
+def crash_lines(lines: Iterable[str] | None) -> list[str]:
+    """The normalised `PROCESS-CRASH` lines among raw or cleaned error lines (signature
+    with its pointers replaced, and the test, or `pid: <pid>` for a crash between tests)."""
+    return failure_lines(lines or (), LineKind.CRASH)
 
 
 def failure_lines_from_bug_suggestions(

@@ -371,7 +371,9 @@ class HistoryPolicy:
         "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
         "P >= at_cap (a false regression costs four times a missed one). An original "
-        "without failure lines is intermittent."
+        "whose only failure lines are PROCESS-CRASH lines is decided by the seed rule's "
+        "count of retriggers with the same normalised crash line; one without any failure "
+        "line is intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
@@ -417,6 +419,12 @@ class HistoryPolicy:
         failed_tests = _errorsummary_tests(evidence) if not tally.lines else frozenset()
         if failed_tests:
             return self._by_errorsummary(evidence, failed_tests, facts, history, n, in_flight)
+        # An original whose only failure lines are PROCESS-CRASH lines (a crash between
+        # tests names no test): the same crash signature in the retriggers reproduces it,
+        # the seed rule's count on those lines decides, on every run.
+        crashes = _crash_lines(evidence) if not tally.lines else ()
+        if crashes:
+            return self._by_crash_lines(evidence, crashes, facts, history, n, in_flight)
         if not tally.lines:
             p = 0.0
             return self._decision(
@@ -529,19 +537,59 @@ class HistoryPolicy:
             and not run.void
             and any(failing_test(line) in failed_tests for line in run.failure_lines)
         )
-        p = history.priors.posterior({}, k=k, n=n)
         why = (
             f"the original's log is unparsed: {k} of {_plural(n, 'retrigger')} showed a test "
             "its errorsummary failed"
         )
+        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight)
+
+    def _by_crash_lines(
+        self,
+        evidence: CaseEvidence,
+        crashes: tuple[str, ...],
+        facts: Any,
+        history: CaseHistory,
+        n: int,
+        in_flight: int,
+    ) -> Decision:
+        wanted = set(crashes)
+        k = sum(
+            1
+            for run in evidence.retriggers
+            if run.settled and not run.void and wanted & set(run.crash_lines)
+        )
+        shown = "; ".join(crashes[:3]) + ("; …" if len(crashes) > 3 else "")
+        why = (
+            f"the original's only failure lines are PROCESS-CRASH lines ({shown}): {k} of "
+            f"{_plural(n, 'retrigger')} crashed with the same signature"
+        )
+        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight, crashes=crashes)
+
+    def _by_seed_count(
+        self,
+        evidence: CaseEvidence,
+        k: int,
+        why: str,
+        facts: Any,
+        history: CaseHistory,
+        n: int,
+        in_flight: int,
+        crashes: tuple[str, ...] = (),
+    ) -> Decision:
+        """A second source decides by the seed rule's count on every run: without a
+        TEST-UNEXPECTED line there is no test history to weigh."""
+        p = history.priors.posterior({}, k=k, n=n)
+        extra = {"crash_lines": list(crashes)} if crashes else {}
         if evidence.runs_missing:
             missing = evidence.runs_missing
             reason = f"{why}; asking for {_plural(missing, 'more run')} (the seed rule)"
             kind = DecisionKind.RETRIGGER
-            return self._decision(kind, reason, facts, history, k, n, p=p, retriggers=missing)
+            return self._decision(
+                kind, reason, facts, history, k, n, p=p, retriggers=missing, extra=extra
+            )
         if in_flight:
             reason = f"{why}; waiting for {_plural(in_flight, 'run')} in flight"
-            return self._decision(DecisionKind.WAIT, reason, facts, history, k, n, p=p)
+            return self._decision(DecisionKind.WAIT, reason, facts, history, k, n, p=p, extra=extra)
         regression = k >= evidence.min_reproductions
         return self._decision(
             DecisionKind.VERDICT,
@@ -552,6 +600,7 @@ class HistoryPolicy:
             n,
             verdict=Verdict.REGRESSION if regression else Verdict.INTERMITTENT,
             p=p,
+            extra=extra,
         )
 
     def wave(
@@ -587,9 +636,11 @@ class HistoryPolicy:
         p: float | None = None,
         retriggers: int = 0,
         cancel: tuple[str, ...] = (),
+        extra: Mapping[str, Any] | None = None,
     ) -> Decision:
         priors = history.priors
         details = {
+            **(extra or {}),
             "k": k,
             "n": n,
             "features": dict(history.features),
@@ -656,6 +707,12 @@ def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[b
         f"{tally} and the test did not fail at a comparable rate before this push "
         f"({before} showed the line): a regression"
     )
+
+
+def _crash_lines(evidence: CaseEvidence) -> tuple[str, ...]:
+    """The original's normalised PROCESS-CRASH lines, once its lines are known."""
+    original = evidence.original
+    return tuple(dict.fromkeys(original.crash_lines)) if original.lines_known else ()
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:

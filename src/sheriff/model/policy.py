@@ -6,7 +6,7 @@ more runs, wait, or give a verdict (regression / intermittent), always with the 
 that decided. It is pure: the caller gathers the facts, stores the decision and sends
 what it asks for. Usage (the facts come from Treeherder and Taskcluster; see RunEvidence):
 
-    >>> from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+    >>> from sheriff.model.failure_lines import LineKind, failure_lines_from_bug_suggestions
     >>> from sheriff.model.policy import CaseEvidence, RunEvidence, get_policy
     >>> suggestions = [{"search": "TEST-UNEXPECTED-FAIL | dom/test_a.html | got 0.25"}]
     >>> evidence = CaseEvidence(
@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Protocol
 
 from sheriff.model.case import CaseState
 from sheriff.model.errorsummary import StructuredFailure, failures_from_errorsummary
-from sheriff.model.failure_lines import failure_lines_from_bug_suggestions
+from sheriff.model.failure_lines import LineKind, failure_lines_from_bug_suggestions
 
 __all__ = [
     "ADDED_POLICIES",
@@ -138,6 +138,9 @@ class RunEvidence:
     structured_failures: tuple[StructuredFailure, ...] = ()
     requested_by_sheriff: bool = False
     log_unparsed: bool = False
+    # Normalised `PROCESS-CRASH` lines (known with `failure_lines`): the seed rule never
+    # compares them; `history` does when the original has no TEST-UNEXPECTED line.
+    crash_lines: tuple[str, ...] = ()
 
     @classmethod
     def from_ci(
@@ -172,6 +175,11 @@ class RunEvidence:
             structured_failures=tuple(failures_from_errorsummary(errorsummary or "")),
             requested_by_sheriff=requested_by_sheriff,
             log_unparsed=parse_status in _UNPARSABLE,
+            crash_lines=(
+                tuple(failure_lines_from_bug_suggestions(bug_suggestions or (), LineKind.CRASH))
+                if lines_known
+                else ()
+            ),
         )
 
     @property

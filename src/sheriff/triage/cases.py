@@ -32,6 +32,7 @@ from sheriff.model.case import (
     state_after_eligibility,
 )
 from sheriff.model.errorsummary import FailureKind, StructuredFailure
+from sheriff.model.failure_lines import crash_lines
 from sheriff.model.policy import (
     CaseEvidence,
     DecisionKind,
@@ -151,6 +152,7 @@ def run_evidence(row: Mapping[str, Any], obs: Mapping[str, Any] | None, mine: bo
         structured_failures=_structured((obs or {}).get("structured_failures")),
         requested_by_sheriff=mine,
         log_unparsed=run_lines_never(parse, lines),
+        crash_lines=tuple(crash_lines((obs or {}).get("raw_failure_lines"))) if lines_known else (),
     )
 
 

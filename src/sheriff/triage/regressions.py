@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
+from sheriff.model.failure_lines import crash_lines
 from sheriff.model.policy import LINES_READ
 from sheriff.model.regressions import (
     CONFIRMED,
@@ -319,6 +320,7 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
                 job.c.result,
                 run_observation.c.parse_status,
                 run_observation.c.failure_lines,
+                run_observation.c.raw_failure_lines,
                 platform.c.platform,
                 job.c.option_collection,
                 job_type.c.name.label("label"),
@@ -346,7 +348,8 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
                 clean[run.push_id].add(pair)
                 clean_runs[run.push_id] += 1
             elif run.result == "testfailed" and (
-                run.parse_status not in LINES_READ or lines & set(run.failure_lines or ())
+                run.parse_status not in LINES_READ
+                or lines & {*(run.failure_lines or ()), *crash_lines(run.raw_failure_lines)}
             ):
                 # A failed run not read yet may be the regression still failing.
                 failing[run.push_id] += 1
