@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import PushRuns
-from sheriff.model.failure_lines import crash_lines
 from sheriff.model.failure_lines import failing_test as test_of
+from sheriff.model.failure_lines import with_crash_lines
 from sheriff.model.policy import run_lines_known, run_lines_never
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
 from sheriff.store.schema import job, job_type, run_observation
@@ -154,9 +154,8 @@ def window_evidence(
                 result=row.result,
                 action=row.action,
                 parse_status=row.parse_status,
-                # With the crash lines: a regression that crashes between tests has no other.
                 failure_lines=(
-                    [*row.failure_lines, *crash_lines(row.raw_failure_lines)]
+                    with_crash_lines(row.failure_lines, row.raw_failure_lines)
                     if row.failure_lines is not None
                     else None
                 ),

@@ -21,7 +21,7 @@ from sheriff.backfill.settings import STRATEGIES, BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
-from sheriff.model.failure_lines import crash_lines
+from sheriff.model.failure_lines import crash_lines, with_crash_lines
 from sheriff.model.policy import run_lines_known
 from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.queries import job_manifests, platform_config
@@ -120,7 +120,7 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
         if row.result == "success":
             seen.append([])
         elif run_lines_known(row.parse_status, row.failure_lines):
-            seen.append([*row.failure_lines, *crash_lines(row.raw_failure_lines)])
+            seen.append(with_crash_lines(row.failure_lines, row.raw_failure_lines))
     shown = [line for line in lines if any(line in run for run in seen)]
     kept = shown or lines
     tests = sorted({t for t in (test_of(line) for line in kept) if t})

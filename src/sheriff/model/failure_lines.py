@@ -31,6 +31,7 @@ __all__ = [
     "log_error_lines",
     "normalise_failure_line",
     "strip_log_prefix",
+    "with_crash_lines",
 ]
 
 
@@ -231,6 +232,12 @@ def crash_lines(lines: Iterable[str] | None) -> list[str]:
     """The normalised `PROCESS-CRASH` lines among raw or cleaned error lines (signature
     with its pointers replaced, and the test, or `pid: <pid>` for a crash between tests)."""
     return failure_lines(lines or (), LineKind.CRASH)
+
+
+def with_crash_lines(lines: Iterable[str], raw_lines: Iterable[str] | None) -> list[str]:
+    """A run's failure lines and the normalised crash lines among its raw error lines:
+    what a search for a regression looks for in it (a crash between tests has no other)."""
+    return [*lines, *crash_lines(raw_lines)]
 
 
 def failure_lines_from_bug_suggestions(

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
-from sheriff.model.failure_lines import crash_lines
+from sheriff.model.failure_lines import with_crash_lines
 from sheriff.model.policy import LINES_READ
 from sheriff.model.regressions import (
     CONFIRMED,
@@ -349,7 +349,7 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
                 clean_runs[run.push_id] += 1
             elif run.result == "testfailed" and (
                 run.parse_status not in LINES_READ
-                or lines & {*(run.failure_lines or ()), *crash_lines(run.raw_failure_lines)}
+                or lines & set(with_crash_lines(run.failure_lines or (), run.raw_failure_lines))
             ):
                 # A failed run not read yet may be the regression still failing.
                 failing[run.push_id] += 1
