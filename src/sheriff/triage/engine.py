@@ -223,9 +223,9 @@ class Triage:
         yet); what waits on it is for the `open_cases` passes (`due_revisions`).
 
         `quiet_since` (the service's cheaper catch-up): Treeherder is asked whether a push
-        moved only for pushes with open cases or with a run stored as resolved since then;
-        a push still at work that Pulse has said nothing of since is left to a later full
-        pass (pushes not stored at all are listed, as always)."""
+        moved only for pushes with open cases or with a run stored as resolved since then,
+        and a push with no task stored yet is listed only when a case or a backfill waits
+        on it; the others are left to a later full pass."""
         now = now or datetime.now(UTC)
         say = progress or (lambda _msg: None)
         summary = PassSummary()
@@ -536,8 +536,9 @@ class Triage:
         }
         if stirring is not None:
             # A push Pulse has named no task of yet (its decision task still at work, or
-            # every message of it lost) is Pulse's to announce: the full pass lists it.
-            must = {p for p in must if p in with_jobs or p in searched or p in open_}
+            # every message of it lost) is Pulse's to announce: the full pass lists it. What
+            # is left of `must` is what a case or a backfill waits on.
+            must &= searched | open_
         if relist is None:
             # A pass over the window: what it does not cover is not kept. (A pass on given
             # pushes keeps the others' listings: the next message may be theirs.)
