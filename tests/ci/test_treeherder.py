@@ -66,6 +66,43 @@ def test_jobs_of_a_task_are_zipped_with_the_property_names() -> None:
     ]
 
 
+def test_jobs_of_many_pushes_come_in_few_calls_by_push() -> None:
+    """`push_id__in`, PUSHES_PER_CALL pushes a call, every page followed, grouped by push;
+    a push with no job is still a key (it was read: nothing ingested yet)."""
+    from sheriff.ci.treeherder import PUSHES_PER_CALL
+
+    asked = []
+
+    def handler(request):
+        ids = [int(i) for i in request.url.params["push_id__in"].split(",")]
+        page = int(request.url.params["page"])
+        asked.append((ids, page))
+        rows = [[p, 1000 * p + k] for p in ids if p % 7 for k in range(3)]
+        chunk = rows[(page - 1) * 2000 : page * 2000] if len(ids) < 5 else rows[page - 1 :: 2]
+        more = len(ids) >= 5 and page == 1
+        return httpx.Response(
+            200,
+            json={
+                "results": chunk,
+                "job_property_names": ["push_id", "id"],
+                "next": "more" if more else None,
+            },
+        )
+
+    pushes = range(1, PUSHES_PER_CALL + 3)
+    found = _client(handler).jobs_of_pushes(pushes)
+    assert sorted(found) == list(pushes)
+    assert found[7] == [] and found[14] == []
+    assert sorted(j["id"] for j in found[3]) == [3000, 3001, 3002]
+    assert all(j["push_id"] == p for p, jobs in found.items() for j in jobs)
+    # Two calls of PUSHES_PER_CALL and 2 pushes; the first has a second page.
+    assert [(len(ids), page) for ids, page in asked] == [
+        (PUSHES_PER_CALL, 1),
+        (PUSHES_PER_CALL, 2),
+        (2, 1),
+    ]
+
+
 def test_pushes_page_backwards_through_the_window() -> None:
     pages = {None: [{"id": i} for i in range(200, 100, -1)], "101": [{"id": 100}]}
 

@@ -49,10 +49,16 @@ def test_every_request_is_answered_by_its_repositorys_world() -> None:
             repo = world.scenario.repository
             pushes = client.get(f"/api/project/{repo}/push/", params={"count": 100}).json()
             assert len(pushes["results"]) == len(world.pushes)
+            # One call for all the repository's pushes (`push_id__in`), the same jobs as
+            # one call per push.
+            together = treeherder.jobs_of_pushes(p["id"] for p in pushes["results"])
             for push in pushes["results"]:
                 push_ids.add(push["id"])
                 jobs = treeherder.jobs_of_push(push["id"])
                 assert all(j["task_id"] in world.tasks for j in jobs)
+                assert sorted(j["id"] for j in together[push["id"]]) == sorted(
+                    j["id"] for j in jobs
+                )
                 job_ids.update(j["id"] for j in jobs)
                 index = f"gecko.v2.{repo}.revision.{push['revision']}.taskgraph.decision"
                 decision = client.get(f"/api/index/v1/task/{index}").json()["taskId"]

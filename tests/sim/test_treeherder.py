@@ -314,3 +314,17 @@ def test_bug_search_finds_more_than_the_tests_intermittent_bug(sim: SimServer) -
                     elif summary.startswith("Crash in [@"):
                         kinds.add("crash")
         assert kinds == {"crash", "internal", "meta", "perma", "regression", "tracking"}
+
+
+def test_jobs_of_several_pushes_at_once(sim: SimServer) -> None:
+    """`/api/jobs/?push_id__in=a,b` (Treeherder's job view follows its pushes so): the jobs
+    of both; a value that is not a push id is a 400."""
+    sim.advance(90)
+    first, second = sim.world.pushes[0], sim.world.pushes[1]
+    with httpx.Client(base_url=sim.root_url) as client:
+        ids = f"{first.push_id},{second.push_id}"
+        body = client.get("/api/jobs/", params={"push_id__in": ids, "count": 2000}).json()
+        rows = [dict(zip(body["job_property_names"], r, strict=True)) for r in body["results"]]
+        assert {r["push_id"] for r in rows} == {first.push_id, second.push_id}
+        assert sorted(r["id"] for r in rows) == sorted(j.job_id for j in first.jobs + second.jobs)
+        assert client.get("/api/jobs/", params={"push_id__in": "1,x"}).status_code == 400

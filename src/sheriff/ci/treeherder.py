@@ -7,7 +7,7 @@ becomes a one-line `TreeherderError` naming the call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -15,6 +15,9 @@ import orjson
 
 from sheriff.ci.retry import RETRYABLE_STATUS, RetryableAnswer, RetryPolicy, retry_after_of
 from sheriff.errors import ServiceError
+
+# Pushes named in one `/api/jobs/?push_id__in=` call: a short URL, and pages that stay few.
+PUSHES_PER_CALL = 50
 
 
 class TreeherderError(ServiceError):
@@ -112,10 +115,25 @@ class Treeherder:
 
     def jobs_of_push(self, push_id: int) -> list[dict[str, Any]]:
         """Every ingested job of a push (Treeherder's push id), as flat dicts."""
+        return self._job_pages(push_id=push_id)
+
+    def jobs_of_pushes(self, push_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
+        """Every ingested job of these pushes, by push id (each one asked for is a key):
+        `push_id__in`, as Treeherder's own job view follows many pushes, pages of 2,000
+        jobs, `PUSHES_PER_CALL` pushes a call."""
+        ids = sorted(set(push_ids))
+        found: dict[int, list[dict[str, Any]]] = {p: [] for p in ids}
+        for start in range(0, len(ids), PUSHES_PER_CALL):
+            chunk = ids[start : start + PUSHES_PER_CALL]
+            for th_job in self._job_pages(push_id__in=",".join(map(str, chunk))):
+                found.setdefault(int(th_job["push_id"]), []).append(th_job)
+        return found
+
+    def _job_pages(self, **params: Any) -> list[dict[str, Any]]:
         jobs: list[dict[str, Any]] = []
         page = 1
         while True:
-            answer = self.get("/api/jobs/", push_id=push_id, count=2000, page=page)
+            answer = self.get("/api/jobs/", **params, count=2000, page=page)
             names = answer.get("job_property_names", [])
             jobs.extend(dict(zip(names, row, strict=False)) for row in answer.get("results", []))
             if not answer.get("next"):

@@ -134,9 +134,11 @@ class MultiApp:
         if path.startswith("/api/jobs/"):
             if "task_id" in query:
                 return self.world_of_task(query["task_id"][0])
-            for key in ("push_id", "result_set_id"):
+            for key in ("push_id", "result_set_id", "push_id__in"):
                 if key in query:
-                    return self._world_of_push_id(query[key][0])
+                    # `push_id__in`: pushes of one repository (sheriff's passes are per
+                    # repository); its first push names the world.
+                    return self._world_of_push_id(query[key][0].split(",")[0])
         if path.startswith("/api/hooks/"):
             try:
                 payload = json.loads(body or b"{}")

@@ -70,6 +70,9 @@ def treeherder_router(world: World) -> APIRouter:
             elif "push_id" in q:
                 push_id = _int_param(q["push_id"], "push_id")
                 jobs = next((p.jobs for p in world.pushes if p.push_id == push_id), [])
+            elif "push_id__in" in q:
+                wanted = {_int_param(v, "push_id__in") for v in q["push_id__in"].split(",")}
+                jobs = [j for p in world.pushes if p.push_id in wanted for j in p.jobs]
             else:
                 jobs = sorted(world.jobs.values(), key=lambda j: j.job_id)
             if "retry_id" in q:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -564,8 +564,8 @@ class Triage:
                 pushes[p] for p in ids if p in must or p in stale or pushes[p].revision in relist
             ]
         th_pushes = [self._treeherder_push_ids.get(pushes[p].revision) for p in maybe]
-        with fetchers() as pool:
-            th_jobs = list(pool.map(self._jobs_of_push, th_pushes))
+        read = self._jobs_of_pushes(th_pushes)
+        th_jobs = [read.get(th_push) if th_push is not None else None for th_push in th_pushes]
         self._th_jobs = {p: jobs for p, jobs in zip(maybe, th_jobs, strict=True) if jobs}
         moved = {p for p, jobs in zip(maybe, th_jobs, strict=True) if self._moved(pushes[p], jobs)}
         return [pushes[p] for p in ids if p in must or p in moved]
@@ -582,16 +582,20 @@ class Triage:
             ).all()
         return {p for p, task_id in rows if self._lacks(p, task_id)}
 
-    def _jobs_of_push(self, treeherder_push_id: int | None) -> list[dict[str, Any]] | None:
-        """Treeherder's job list of a push; None when it does not know the push or does not
-        answer (then the group is listed, and classifications are read on a later pass)."""
-        if treeherder_push_id is None:
-            return None
+    def _jobs_of_pushes(
+        self, treeherder_push_ids: Iterable[int | None]
+    ) -> dict[int, list[dict[str, Any]]]:
+        """Treeherder's job lists of pushes (by its push id), in as few calls as it takes; a
+        push it does not know (None) is not asked about, and none is read when it does not
+        answer (then the groups are listed, and classifications are read on a later pass)."""
+        ids = {p for p in treeherder_push_ids if p is not None}
+        if not ids:
+            return {}
         try:
-            return list(self.treeherder.jobs_of_push(treeherder_push_id))
+            return self.treeherder.jobs_of_pushes(ids)
         except TreeherderError as exc:
-            log.warning("Treeherder's jobs of push %s not read: %s", treeherder_push_id, exc)
-            return None
+            log.warning("Treeherder's jobs of %d pushes not read: %s", len(ids), exc)
+            return {}
 
     def _moved(self, state: PushState, th_jobs: Sequence[dict] | None) -> bool:
         """Whether a push's task group may hold news: a task or run sheriff does not know,
@@ -636,13 +640,11 @@ class Triage:
             for s in states
             if s.push_id not in self._th_jobs and s.revision in self._treeherder_push_ids
         ]
-        with fetchers() as pool:
-            fetched = pool.map(
-                lambda s: self._jobs_of_push(self._treeherder_push_ids[s.revision]), missing
-            )
-            self._th_jobs.update(
-                {s.push_id: jobs for s, jobs in zip(missing, fetched, strict=True)}
-            )
+        read = self._jobs_of_pushes(self._treeherder_push_ids[s.revision] for s in missing)
+        for s in missing:
+            found = read.get(self._treeherder_push_ids[s.revision])
+            if found is not None:
+                self._th_jobs[s.push_id] = found
         with self.engine.begin() as conn:
             for state in states:
                 refresh_classifications(conn, state.push_id, self._th_jobs.get(state.push_id), now)
@@ -892,8 +894,9 @@ class Triage:
             if now - self._reasserted.get(revision, now - REASSERT_EVERY) >= REASSERT_EVERY
             and revision in self._treeherder_push_ids
         }
+        read = self._jobs_of_pushes(self._treeherder_push_ids[r] for r in due)
         for revision in sorted(due):
-            th_jobs = self._jobs_of_push(self._treeherder_push_ids[revision])
+            th_jobs = read.get(self._treeherder_push_ids[revision])
             if th_jobs is None:
                 continue  # Treeherder did not answer: looked at again next pass
             self._reasserted[revision] = now

@@ -215,7 +215,7 @@ class Observer:
     def _ingested_jobs(
         self, runs: Sequence[RunRef], push_jobs: Mapping[int, Sequence[dict[str, Any]]]
     ) -> Ingested:
-        """Treeherder's jobs of these runs, one call per push for pushes with several."""
+        """Treeherder's jobs of these runs: the job lists of their pushes in one call."""
         ingested = Ingested()
         read = {
             p
@@ -235,10 +235,12 @@ class Observer:
             if (r.task_id, r.run_id) not in ingested.jobs and r.treeherder_push_id not in read
         ]
         by_push = Counter(r.treeherder_push_id for r in runs if r.treeherder_push_id is not None)
-        for push_id, count in by_push.items():
-            if count > 1:
+        # One run on one push: its task's jobs are the smaller answer. Anything more: the
+        # job lists of all those pushes, in one call (`push_id__in`).
+        if len(by_push) > 1 or any(count > 1 for count in by_push.values()):
+            for push_id, th_jobs in self.treeherder.jobs_of_pushes(by_push).items():
                 ingested.pushes.add(push_id)
-                for th_job in self.treeherder.jobs_of_push(push_id):
+                for th_job in th_jobs:
                     ingested.jobs[(th_job["task_id"], int(th_job.get("retry_id", 0)))] = th_job
         return ingested
 
