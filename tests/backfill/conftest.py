@@ -38,6 +38,14 @@ def crash_seen(rng: random.Random) -> list[str]:
             f" | pid: {pid}"]  # fmt: skip
 
 
+PLATFORM = "linux1804-64-qr"
+
+
+def label_on(platform: str) -> str:
+    """The label's name on another machine platform (LABEL on the default one)."""
+    return LABEL.replace(PLATFORM, platform)
+
+
 def revision(index: int) -> str:
     return f"{index:040x}"
 
@@ -69,12 +77,19 @@ class FakeCI:
         return A in manifests and index >= self.culprit and self.rng.random() < self.rate
 
     def _job(
-        self, index: int, manifests: list[str], action: str | None, failed: bool, state: str
+        self,
+        index: int,
+        manifests: list[str],
+        action: str | None,
+        failed: bool,
+        state: str,
+        platform: str = PLATFORM,
     ) -> Any:
         task = make_task(
             revision=revision(index),
             pushlog_id=index + 1,
-            label=LABEL,
+            label=label_on(platform),
+            platform=platform,
             manifests=manifests,
             action=action,
             created=(START + timedelta(minutes=12 * index)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
@@ -128,9 +143,10 @@ class FakeCI:
         state: str = "completed",
         lines: list[str] | None = None,
         observed: bool = True,
+        platform: str = PLATFORM,
     ) -> int:
         failed = self.fails(index, manifests) if failed is None else failed
-        record = self._job(index, manifests, action, failed, state)
+        record = self._job(index, manifests, action, failed, state, platform)
         with self.engine.begin() as conn:
             load_jobs(conn, [record])
             job_id = conn.execute(
@@ -158,10 +174,11 @@ class FakeCI:
         """One scheduled run of the label per push."""
         self.add_runs([(index, self.chunk(index), None) for index in range(self.pushes)])
 
-    def regression_case(self, index: int, retriggers: int = 5) -> int:
+    def regression_case(self, index: int, retriggers: int = 5, platform: str = PLATFORM) -> int:
         """A failed original on push `index` with its retriggers, and its regression case."""
-        job_id = self.add_run(index, [A, B], failed=True, lines=[LINE, NOISE])
-        self.add_runs([(index, [A, B], "retrigger")] * retriggers)
+        job_id = self.add_run(index, [A, B], failed=True, lines=[LINE, NOISE], platform=platform)
+        for _ in range(retriggers):
+            self.add_run(index, [A, B], action="retrigger", platform=platform)
         with self.engine.begin() as conn:
             push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == job_id)).scalar()
             return conn.execute(
@@ -169,7 +186,7 @@ class FakeCI:
                 .values(
                     job_id=job_id,
                     push_id=push_id,
-                    label=LABEL,
+                    label=label_on(platform),
                     state="decided",
                     verdict="regression",
                     policy="seed",

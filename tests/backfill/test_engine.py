@@ -20,8 +20,8 @@ from tests.backfill.conftest import CRASH, LINE, START, SUITE, TEST, A, B, FakeC
 HOUR = timedelta(hours=1)
 
 
-def _open(ci: FakeCI, index: int = 20, **settings) -> int:
-    case = ci.regression_case(index)
+def _open(ci: FakeCI, index: int = 20, platform: str | None = None, **settings) -> int:
+    case = ci.regression_case(index, **({"platform": platform} if platform else {}))
     with ci.engine.begin() as conn:
         report_id = open_report_for_case(conn, case, START, BackfillSettings(**settings))
     assert report_id is not None
@@ -268,3 +268,35 @@ def test_a_crash_between_tests_is_searched_by_its_crash_line(engine, strategy: s
         looked_for = conn.execute(sa.select(backfill_report.c.failure_lines)).scalar_one()
     assert looked_for == [CRASH] and report["tests"] == []
     assert report["status"] == "culprit" and report["culprit_revision"] == revision(11)
+
+
+def _asked(ci: FakeCI) -> int:
+    return sum(s["input"]["times"] for s in ci.sent)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_flake_aware_reads_the_runs_of_the_regressions_other_configurations(
+    engine, pooled: bool
+) -> None:
+    """The regression also fails on a second platform, whose scheduled runs ran the failing
+    manifest on every push (the first one's chunk holds it on even pushes only): once a
+    case there joins the report, those runs place the culprit without backfilling it."""
+    other = "linux2404-64"
+    ci = FakeCI(engine)
+    ci.history()
+    for index in range(ci.pushes):
+        ci.add_run(index, [A, B], platform=other)
+    _open(ci, strategy="flake-aware")
+    if pooled:
+        _open(ci, strategy="flake-aware", platform=other)
+    [report] = _play(ci, BackfillSettings(strategy="flake-aware"), passes=20)
+    assert report["status"] == "culprit" and report["culprit_revision"] == revision(11)
+    with engine.connect() as conn:
+        record = conn.execute(sa.select(backfill_record)).one()
+    # The record counts its own backfilled runs only, never the other platform's runs.
+    assert record.runs_successful + record.runs_failed == _asked(ci)
+    if pooled:
+        # Push 11 failed on the other platform, 10 was clean on both: one run confirms it.
+        assert _asked(ci) <= 1
+    else:
+        assert _asked(ci) >= 2

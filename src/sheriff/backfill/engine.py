@@ -19,7 +19,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sheriff.actions.usage import backfill_runs
-from sheriff.backfill.evidence import WindowEvidence, classify, window_evidence
+from sheriff.backfill.evidence import (
+    WindowEvidence,
+    case_configurations,
+    classify,
+    window_evidence,
+)
 from sheriff.backfill.reports import (
     BACKFILLED,
     CULPRIT,
@@ -35,7 +40,7 @@ from sheriff.backfill.strategies import Decision, RunRequest, Search, backfill_s
 from sheriff.errors import SheriffError
 from sheriff.model.backfill import Outcome, outcome
 from sheriff.model.job import TaskShapeError, mozharness_test_paths
-from sheriff.store.queries import recent_push_ids
+from sheriff.store.queries import PlatformConfig, recent_push_ids
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
 # A push asked this many times that still says nothing is given up on.
@@ -163,7 +168,12 @@ def advance_record(
     if record is not None and record.status in OPEN_RECORD_STATUSES:
         if observe is not None and record.context["window"]:
             with engine.connect() as conn:
-                evidence = window_evidence(conn, record.context, record.context["window"])
+                evidence = window_evidence(
+                    conn,
+                    record.context,
+                    record.context["window"],
+                    others=_pooled_configurations(conn, record),
+                )
             unobserved = evidence.unobserved()
             if unobserved:
                 observe(unobserved)
@@ -229,6 +239,15 @@ def _later(now: datetime, previous: datetime) -> datetime:
     return now if now > previous else previous + timedelta(microseconds=1)
 
 
+def _pooled_configurations(conn: sa.Connection, record: Any) -> list[PlatformConfig]:
+    """The configurations whose runs a strategy that weighs every run reads beside the
+    record's own: those where the report's regression cases failed."""
+    name = record.context.get("strategy") or record.strategy
+    if not backfill_strategy(name).pools_configurations:
+        return []
+    return case_configurations(conn, record.case_ids or [])
+
+
 def _record(conn: sa.Connection, record_id: int) -> Any:
     return conn.execute(
         sa.select(
@@ -236,6 +255,7 @@ def _record(conn: sa.Connection, record_id: int) -> Any:
             backfill_report.c.mature_at,
             backfill_report.c.repository_id.label("repository_id"),
             backfill_report.c.strategy,
+            backfill_report.c.case_ids,
         )
         .join(backfill_report, backfill_report.c.id == backfill_record.c.report_id)
         .where(backfill_record.c.id == record_id)
@@ -345,8 +365,13 @@ class _Step:
     def _state(self) -> tuple[Search, WindowEvidence]:
         window: list[int] = self.context["window"]
         evidence = window_evidence(
-            self.conn, self.context, window, exclude_job_id=self.record.job_id
+            self.conn,
+            self.context,
+            window,
+            exclude_job_id=self.record.job_id,
+            others=_pooled_configurations(self.conn, self.record),
         )
+        pooled = self.strategy.pools_configurations
         needed = self.strategy.runs_per_push(self.context["fail_rate"], self.settings)
         lines, tests = self.context["lines"], self.context["tests"]
         outcomes: list[Outcome] = []
@@ -357,7 +382,7 @@ class _Step:
         requested = self.context["requested"]
         recorded: dict[str, str] = {}
         for index, push_id in enumerate(window):
-            runs = evidence.push_runs(push_id, lines, tests)
+            runs = evidence.push_runs(push_id, lines, tests, pooled=pooled)
             result = outcome(runs, needed)
             if index == len(window) - 1:
                 result = Outcome.FAILING  # the regression's own push, by its verdict
@@ -407,10 +432,13 @@ class _Step:
         counts: Counter[str] = Counter()
         for runs in evidence.runs.values():
             for run in runs:
-                if run.backfilled:
+                if run.backfilled and run.own:
                     counts[classify(run, lines, tests)] += 1
         self.values["runs_in_progress"] = counts["running"] + sum(
-            1 for rs in evidence.runs.values() for r in rs if r.backfilled and r.needs_observation
+            1
+            for rs in evidence.runs.values()
+            for r in rs
+            if r.own and r.backfilled and r.needs_observation
         )
         self.values["runs_successful"] = counts["clean"]
         self.values["runs_failed"] = counts["reproduced"]

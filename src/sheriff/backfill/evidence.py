@@ -4,6 +4,11 @@ With `same_manifests` a run counts on a push when it ran on the original's platf
 configuration and its manifest set holds every manifest the failing tests live in (the
 backfilled runs, and any scheduled run whose dynamic chunk happened to hold them); without
 it, by label, as a label-based backfill is read today.
+
+A search that weighs every run (`flake-aware`) also reads the runs of the same manifests on
+the other configurations where the regression's cases failed (`pooled`): the scheduled runs
+there are free evidence of where the failure began, and an intermittent regression on four
+platforms shows on its first push far more often in four runs than in one.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from sheriff.model.failure_lines import failing_test as test_of
 from sheriff.model.failure_lines import with_crash_lines
 from sheriff.model.policy import run_lines_known, run_lines_never
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
-from sheriff.store.schema import job, job_type, run_observation
+from sheriff.store.schema import job, job_type, run_observation, triage_case
 
 
 def reproduces(failure_lines: Iterable[str], lines: Sequence[str], tests: Sequence[str]) -> bool:
@@ -46,6 +51,7 @@ class RunView:
     action: str | None
     parse_status: str | None
     failure_lines: list[str] | None
+    own: bool = True  # on the record's own configuration (else: pooled from another)
 
     @property
     def backfilled(self) -> bool:
@@ -68,9 +74,15 @@ class WindowEvidence:
 
     runs: dict[int, list[RunView]] = field(default_factory=dict)
 
-    def push_runs(self, push_id: int, lines: Sequence[str], tests: Sequence[str]) -> PushRuns:
+    def push_runs(
+        self, push_id: int, lines: Sequence[str], tests: Sequence[str], *, pooled: bool = False
+    ) -> PushRuns:
+        """Reproduced and clean runs on the push: the record's own configuration's, and with
+        `pooled` those of the other configurations read too."""
         reproduced = clean = 0
         for run in self.runs.get(push_id, []):
+            if not (run.own or pooled):
+                continue
             verdict = classify(run, lines, tests)
             reproduced += verdict == "reproduced"
             clean += verdict == "clean"
@@ -79,11 +91,13 @@ class WindowEvidence:
     def waiting(self, push_id: int) -> int:
         """Runs on the push still running or waiting for their log to be parsed."""
         return sum(
-            1 for r in self.runs.get(push_id, []) if r.state != "completed" or r.needs_observation
+            1
+            for r in self.runs.get(push_id, [])
+            if r.own and (r.state != "completed" or r.needs_observation)
         )
 
     def backfilled(self, push_id: int) -> int:
-        return sum(1 for r in self.runs.get(push_id, []) if r.backfilled)
+        return sum(1 for r in self.runs.get(push_id, []) if r.own and r.backfilled)
 
     def unobserved(self) -> list[int]:
         return sorted(r.job_id for rs in self.runs.values() for r in rs if r.needs_observation)
@@ -110,11 +124,21 @@ def window_evidence(
     push_ids: Sequence[int],
     *,
     exclude_job_id: int | None = None,
+    others: Sequence[PlatformConfig] = (),
 ) -> WindowEvidence:
-    """The runs on `push_ids` that count for a record with this `context`."""
+    """The runs on `push_ids` that count for a record with this `context`, and with
+    `others` the runs of the same manifests on those configurations (`own` false)."""
     config = PlatformConfig(**context["config"])
+    other_ids: set[int] = set()
     if context["same_manifests"] and context.get("manifests"):
         job_ids = jobs_running_manifests(conn, config, context["manifests"], push_ids, match="all")
+        for other in others:
+            if other != config:
+                found = jobs_running_manifests(
+                    conn, other, context["manifests"], push_ids, match="all"
+                )
+                other_ids.update(found)
+        job_ids = [*job_ids, *sorted(other_ids)]
         where = [job.c.id.in_(job_ids)] if job_ids else [sa.false()]
     else:
         where = [
@@ -159,6 +183,28 @@ def window_evidence(
                     if row.failure_lines is not None
                     else None
                 ),
+                own=row.id not in other_ids,
             )
         )
     return evidence
+
+
+def case_configurations(conn: sa.Connection, case_ids: Sequence[int]) -> list[PlatformConfig]:
+    """The platform configurations of these cases' original runs."""
+    if not case_ids:
+        return []
+    rows = conn.execute(
+        sa.select(
+            job.c.repository_id,
+            job.c.build_platform_id,
+            job.c.machine_platform_id,
+            job.c.option_collection,
+        )
+        .distinct()
+        .join(triage_case, triage_case.c.job_id == job.c.id)
+        .where(triage_case.c.id.in_(list(case_ids)))
+    ).all()
+    configs = {PlatformConfig(*r) for r in rows}
+    return sorted(
+        configs, key=lambda c: (c.machine_platform_id, c.option_collection, c.build_platform_id)
+    )

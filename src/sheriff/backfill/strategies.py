@@ -76,6 +76,10 @@ class BackfillStrategy(ABC):
     """One way of searching for the culprit push."""
 
     name: ClassVar[str]
+    # Whether the search also reads the runs of the regression's other configurations
+    # (evidence.window_evidence `others`): only one that weighs every run can use them; a
+    # flake on another platform would make a push `failing` for bisect and linear.
+    pools_configurations: ClassVar[bool] = False
 
     @abstractmethod
     def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
@@ -162,6 +166,7 @@ class FlakeAware(BackfillStrategy):
     for absent on one clean run nor blamed on the push after a lucky one."""
 
     name = "flake-aware"
+    pools_configurations = True
     # 0.95 named a wrong push for 2.5 % of simulated intermittent regressions (flakes of
     # the test around it, tests/model/test_culprit.py); 0.97 for 0.75 %.
     confidence: ClassVar[float] = 0.97
