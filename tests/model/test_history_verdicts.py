@@ -14,7 +14,7 @@ from sheriff.model.history import (
     failed_before,
     mostly_reproduced,
 )
-from sheriff.model.policy import DecisionKind, Verdict
+from sheriff.model.policy import CaseEvidence, DecisionKind, RunEvidence, Verdict
 from tests.model.test_history import POLICY, A, case, done
 
 rates = st.builds(
@@ -116,3 +116,37 @@ def test_four_of_five_reproduced_is_intermittent_when_the_test_failed_as_often_b
     assert "failed at a comparable rate before this push (4 of 10 earlier runs" in decision.reason
     # The stored evidence (the decision's reason) says so in words.
     assert "intermittent" in decision.reason.rsplit(";", 1)[-1]
+
+
+def test_each_line_is_judged_on_its_own_past_and_the_regressed_one_speaks() -> None:
+    """A regressed test failing beside a test that flakes half the time: the case is the
+    regression's, though the flaky line's long record alone would call it intermittent."""
+    from sheriff.model.history import LineHistory
+    from tests.model.test_history import OTHER
+
+    both = RunEvidence(
+        "orig", resolved=True, result="testfailed", lines_known=True, failure_lines=(A, OTHER)
+    )
+    flaky = tuple(
+        EarlierRuns(ago=i, runs=1, shown=int(i % 2 == 0), other_runs=2, other_shown=1)
+        for i in range(1, 21)
+    )
+    clean = tuple(EarlierRuns(ago=i, runs=1, other_runs=2) for i in range(1, 21))
+    retriggers = [done("r1", A, OTHER), done("r2", A), done("r3", A), done("r4", A, OTHER)]
+    retriggers.append(done("r5", A))
+    worst_line_only = CaseHistory(priors=FLAKY_FLEET, earlier=flaky)
+    before = POLICY.decide(CaseEvidence(both, tuple(retriggers), history=worst_line_only))
+    assert before.verdict is Verdict.INTERMITTENT  # judged by the flaky line's record
+    per_line = CaseHistory(
+        priors=FLAKY_FLEET,
+        earlier=flaky,
+        lines={A: LineHistory(clean), OTHER: LineHistory(flaky, open_bug=True)},
+    )
+    decision = POLICY.decide(CaseEvidence(both, tuple(retriggers), history=per_line))
+    assert decision.verdict is Verdict.REGRESSION
+    assert decision.details is not None and decision.details["facts"]["line"] == A
+    assert "dom/a/test_a.html" in decision.reason  # the line that spoke, in words
+    # The flaky line alone, reproduced as often as it flakes, is no regression.
+    only_flaky = [done("r1", OTHER), done("r2"), done("r3", OTHER), done("r4"), done("r5")]
+    told = POLICY.decide(CaseEvidence(both, tuple(only_flaky), history=per_line))
+    assert told.verdict is Verdict.INTERMITTENT

@@ -50,6 +50,7 @@ __all__ = [
     "CaseHistory",
     "EarlierRuns",
     "HistoryPolicy",
+    "LineHistory",
     "PastCase",
     "Priors",
     "RateDistribution",
@@ -260,6 +261,16 @@ class Priors:
 
 
 @dataclass(frozen=True)
+class LineHistory:
+    """What the store knows of one failure line of the original: its test's runs on
+    earlier pushes and this push's other configurations, and whether it has an open
+    intermittent bug."""
+
+    earlier: tuple[EarlierRuns, ...] = ()
+    open_bug: bool = False
+
+
+@dataclass(frozen=True)
 class CaseHistory:
     """The prior evidence of one case, gathered from the store, and the fitted priors."""
 
@@ -269,6 +280,20 @@ class CaseHistory:
     # The test's runs on earlier pushes (any configuration) and on this push's other
     # configurations, one entry per push.
     earlier: tuple[EarlierRuns, ...] = ()
+    # Per failure line of the original, when the store gathered them: each line is judged
+    # on its own retriggers and its own test's past (`HistoryPolicy.decide`).
+    lines: Mapping[str, LineHistory] = field(default_factory=dict)
+
+    def judged_by(self, line: str) -> CaseHistory:
+        """This history as the one line `line` tells it."""
+        own = self.lines[line]
+        facts = {**self.facts, "line": line}
+        return replace(
+            self,
+            features={**self.features, "open_bug": own.open_bug},
+            facts=facts,
+            earlier=own.earlier,
+        )
 
 
 def fit_priors(past: Iterable[PastCase]) -> Priors:
@@ -438,13 +463,20 @@ class HistoryPolicy:
                 p=p,
                 cancel=_cancellable(evidence.retriggers),
             )
+        # Every line is judged on its own retriggers and its own test's past, and the line
+        # likeliest to be a regression speaks for the case: a regressed test failing beside
+        # a flaky one (often, in a world of flaky tests) is the regression's case, and the
+        # flaky test's long record of failures says nothing about the regressed one.
+        any_line, every_line_known = k, bool(history.features.get("open_bug"))
+        history, k = self._speaking_line(history, tally, n)
         earlier = history.earlier
         p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
-        why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced"
-        known_flake = bool(history.features.get("open_bug"))
+        said = f" ({_short(history.facts['line'])})" if "line" in history.facts else ""
+        why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced{said}"
+        known_flake = every_line_known
         # No intermittent verdict before the cap once the seed rule's reproductions are in:
         # such a case spends every run, and then the model weighs them.
-        enough = k < evidence.min_reproductions and (
+        enough = any_line < evidence.min_reproductions and (
             known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
         )
         # No regression verdict before the cap until a retrigger reproduced the failure on
@@ -520,6 +552,21 @@ class HistoryPolicy:
             p=p,
             retriggers=wave,
         )
+
+    def _speaking_line(self, history: CaseHistory, tally: Any, n: int) -> tuple[CaseHistory, int]:
+        """The history and reproductions of the line with the highest P(regression); the
+        case's own (any line reproduced) when the store gave no per-line history."""
+        shown = {r.line: r.retriggers for r in tally.lines}
+        judged = [line for line in shown if line in history.lines]
+        if not judged:
+            return history, len(tally.reproducing)
+
+        def p_of(line: str) -> float:
+            told = history.judged_by(line)
+            return told.priors.posterior(told.features, k=shown[line], n=n, earlier=told.earlier)
+
+        line = max(judged, key=lambda each: (p_of(each), shown[each]))
+        return history.judged_by(line), shown[line]
 
     def _by_errorsummary(
         self,
@@ -707,6 +754,10 @@ def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[b
         f"{tally} and the test did not fail at a comparable rate before this push "
         f"({before} showed the line): a regression"
     )
+
+
+def _short(line: str, width: int = 90) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _crash_lines(evidence: CaseEvidence) -> tuple[str, ...]:

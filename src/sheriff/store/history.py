@@ -15,7 +15,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from sheriff.model.failure_lines import failing_test, failure_lines_from_bug_suggestions
-from sheriff.model.history import CaseHistory, EarlierRuns, PastCase, Priors, fit_priors
+from sheriff.model.history import (
+    CaseHistory,
+    EarlierRuns,
+    LineHistory,
+    PastCase,
+    Priors,
+    fit_priors,
+)
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
     job,
@@ -231,7 +238,8 @@ class PushHistory:
             and r["lines"] & wanted
         }
         earlier = {line: self._earlier_runs(config, line, original["id"]) for line in lines}
-        # The line whose test failed most lately speaks for the case.
+        # Without per-line judging (a policy reading `earlier` alone), the line whose test
+        # failed most lately speaks for the case.
         worst = max(lines, key=lambda line: sum(e.shown + e.other_shown for e in earlier[line]))
         bugs = _open_bugs(obs.get("bug_suggestions") or ())
         features = {"open_bug": all(bugs.get(line) for line in lines)}
@@ -253,7 +261,11 @@ class PushHistory:
             "open_bugs": sorted({b for ids in bugs.values() for b in ids}),
         }
         return CaseHistory(
-            features=features, priors=self.priors, facts=facts, earlier=tuple(earlier[worst])
+            features=features,
+            priors=self.priors,
+            facts=facts,
+            earlier=tuple(earlier[worst]),
+            lines={line: LineHistory(tuple(earlier[line]), bool(bugs.get(line))) for line in lines},
         )
 
     def _earlier_runs(self, config: tuple[int, str], line: str, original: int) -> list[EarlierRuns]:
