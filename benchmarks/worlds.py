@@ -34,6 +34,8 @@ from typing import Any
 from sheriff.sim.family import write_family
 from sheriff.triage.simrun import expected_calibration_error, play
 
+# Pushes counted as the start of a world: sheriff has no history of any test there yet.
+EARLY_PUSHES = 5
 HEADER = (
     f"{'world':<14} {'pushes':>6} {'elig':>5} {'seed R':>6} {'prec':>6} {'recall':>6} "
     f"{'retr/c':>6} {'ECE':>5} {'reg':>3} {'scope':>5} {'found':>5} {'right':>5} {'wrong':>5} "
@@ -143,6 +145,18 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
         ("<= 10 backfill runs per regression", in_scope and runs / in_scope <= 10),
     ]
     lines += [f"target {name}: {'met' if ok else 'MISSED'}" for name, ok in checks]
+    for world, seed, h, _ in rows:
+        wrong = h.get("wrong_verdicts")
+        if wrong is None:
+            continue  # kept metrics of an older play
+        false = [w for w in wrong if w["verdict"] == "regression"]
+        missed = [w for w in wrong if w["verdict"] != "regression"]
+        early = sum(1 for w in false if (w["push_index"] or 0) < EARLY_PUSHES)
+        lines.append(
+            f"wrong verdicts: {world} {len(false)} false regressions ({early} on the first "
+            f"{EARLY_PUSHES} pushes), {len(missed)} missed; seed: "
+            f"{sum(w['verdict'] == 'regression' for w in seed.get('wrong_verdicts', []))} false"
+        )
     for _, _, h, _ in rows:
         for w in h["culprits"].get("wrong", []):
             lines.append(

@@ -61,6 +61,12 @@ def test_sim_run_prints_the_metrics_and_keeps_the_store_when_asked(tmp_path: Pat
     assert json.loads(result.stdout) == metrics
     assert metrics["scenario"] == "tiny" and metrics["verdicts"]["pending"] == 0
     assert metrics["excess_retriggers"] == 0
+    # Every wrong verdict is listed, one row each, and the precision agrees with them.
+    wrong = metrics["wrong_verdicts"]
+    assert all((w["verdict"] == "regression") != (w["truth"] == "regression") for w in wrong)
+    false_regressions = sum(w["verdict"] == "regression" for w in wrong)
+    predicted = metrics["verdicts"]["regression"]
+    assert false_regressions == round(predicted * (1 - metrics["precision"]))
     per_case = metrics["http_requests_per_eligible_case"]
     for service, count in metrics["http_requests"].items():
         assert count > 0 and per_case[service] == round(count / metrics["eligible"], 2)

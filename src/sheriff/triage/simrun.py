@@ -482,6 +482,7 @@ def measure(
     eligible = 0
     delays: list[float] = []
     scored: list[tuple[float, bool]] = []  # (P(regression), truly a regression)
+    wrong: list[dict[str, Any]] = []  # every final verdict the truth contradicts
     for task_id, case in cases.items():
         mine = ours.get(task_id)
         verdict = mine.verdict if mine is not None and mine.state == "decided" else None
@@ -497,6 +498,8 @@ def measure(
             tp += verdict == "regression" and case["truth"] == "regression"
             if mine.p_regression is not None:
                 scored.append((mine.p_regression, case["truth"] == "regression"))
+            if (verdict == "regression") != (case["truth"] == "regression"):
+                wrong.append(_wrong_verdict(task_id, case, verdict, mine.p_regression))
             if mine.decided_at is not None and mine.end_time is not None:
                 delays.append((mine.decided_at - mine.end_time).total_seconds() / 60)
     asked = runs_asked(engine, requests)
@@ -545,10 +548,26 @@ def measure(
         "virtual_hours": round(virtual_hours, 2),
         "wall_seconds": 0.0,
         "calibration": calibration(scored),
+        # Each wrong regression / intermittent verdict, oldest push first: what it was.
+        "wrong_verdicts": sorted(wrong, key=lambda w: (w["push_index"], w["label"])),
         "time_to_verdict_minutes": {
             "p50": round(statistics.median(delays), 1) if delays else 0.0,
             "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
         },
+    }
+
+
+def _wrong_verdict(
+    task_id: str, case: dict[str, Any], verdict: str, p: float | None
+) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "push_index": case.get("push_index"),
+        "label": case["label"],
+        "verdict": verdict,
+        "truth": case["truth"],
+        "p_regression": p,
+        "failures": [[f["test"], f["regression"]] for f in case["failures"]],
     }
 
 
