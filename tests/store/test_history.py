@@ -231,3 +231,35 @@ def test_a_pass_cache_shared_by_pushes_reads_the_same_history(engine) -> None:
             )
             assert shared == history_of(engine, job_id)
     assert cache.failed and cache.runs and cache.priors
+
+
+def test_a_line_that_names_no_test_is_looked_for_in_its_suite_chunk(engine) -> None:
+    """`Last test finished | application timed out` names no test: the runs of the same
+    suite chunk, whatever manifests they ran and on every platform, could have shown it;
+    another chunk's runs could not."""
+    timeout = (
+        "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out after "
+        "<duration> with no output"
+    )
+
+    def label(plat: str, chunk: int) -> str:
+        return f"test-{plat}/opt-mochitest-browser-chrome-{chunk}"
+
+    ids = load(
+        engine,
+        [
+            (0, label(LINUX, 1), LINUX, [A], None),
+            (0, label(WIN, 1), WIN, [OTHER], None),  # another manifest: still the chunk
+            (1, label(LINUX, 1), LINUX, [OTHER], None),
+            (1, label(LINUX, 2), LINUX, [A], [timeout]),  # another chunk: no evidence
+            (2, label(WIN, 1), WIN, [A], [timeout]),  # this push, another platform
+            (2, label(LINUX, 1), LINUX, [A], [timeout]),  # the case
+        ],
+    )
+    history = history_of(engine, ids[-1])
+    assert history.earlier == (
+        EarlierRuns(2, runs=1, shown=0, other_runs=1, other_shown=0),
+        EarlierRuns(1, runs=1, shown=0),
+        EarlierRuns(0, other_runs=1, other_shown=1),
+    )
+    assert history.lines[timeout].earlier == history.earlier

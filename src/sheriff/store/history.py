@@ -23,9 +23,11 @@ from sheriff.model.history import (
     Priors,
     fit_priors,
 )
+from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
     job,
+    job_type,
     manifest,
     manifest_set_member,
     manifest_test,
@@ -140,6 +142,9 @@ class PassCache:
     failed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by push id
     # push id → manifest set id → finished test runs there
     runs: dict[int, dict[int | None, list[FinishedRun]]] = field(default_factory=dict)
+    # push id → suite chunk (`mochitest-plain-3`) → finished test runs there
+    chunks: dict[int, dict[str, list[FinishedRun]]] = field(default_factory=dict)
+    chunk_of: dict[int, str] = field(default_factory=dict)  # job type id → suite chunk
     priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
     sets_of: dict[str, list[int]] = field(default_factory=dict)  # test → sets that ran it
 
@@ -237,7 +242,10 @@ class PushHistory:
             and (r["machine_platform_id"], r["option_collection"]) != config
             and r["lines"] & wanted
         }
-        earlier = {line: self._earlier_runs(config, line, original["id"]) for line in lines}
+        earlier = {
+            line: self._earlier_runs(config, line, original["id"], original["job_type_id"])
+            for line in lines
+        }
         # Without per-line judging (a policy reading `earlier` alone), the line whose test
         # failed most lately speaks for the case.
         worst = max(lines, key=lambda line: sum(e.shown + e.other_shown for e in earlier[line]))
@@ -268,32 +276,49 @@ class PushHistory:
             lines={line: LineHistory(tuple(earlier[line]), bool(bugs.get(line))) for line in lines},
         )
 
-    def _earlier_runs(self, config: tuple[int, str], line: str, original: int) -> list[EarlierRuns]:
+    def _earlier_runs(
+        self, config: tuple[int, str], line: str, original: int, original_type: int
+    ) -> list[EarlierRuns]:
         """The runs of the line's test on the earlier pushes, on this configuration and the
         others, and on this push's other configurations; oldest first, one entry per push
         with runs. A failed run whose lines are not known yet is left out."""
-        sets = self._sets_running(failing_test(line))
-        if not sets:
-            return []
+        test = failing_test(line)
         by_push = self._finished_test_runs()
+        if test and not names_a_test(test):
+            # A line that names no test (`Last test finished | application timed out`):
+            # whatever test hangs, the runs of the same suite chunk are the ones that
+            # could have shown it, on every platform.
+            chunk = self.cache.chunk_of.get(original_type)
+            if chunk is None:
+                return []
+
+            def runs_on(push_id: int) -> Iterable[FinishedRun]:
+                return self.cache.chunks[push_id].get(chunk, ())
+        else:
+            sets = self._sets_running(test)
+            if not sets:
+                return []
+
+            def runs_on(push_id: int) -> Iterable[FinishedRun]:
+                by_set = by_push[push_id]
+                return (run for set_id in sets for run in by_set.get(set_id, ()))
+
         out = []
         for push_id in reversed([self.push_id, *self.earlier]):
             ago = self.rank[push_id] + 1 if push_id in self.rank else 0
             counts = [0, 0, 0, 0]  # runs, shown, other runs, other shown
-            by_set = by_push[push_id]
-            for set_id in sets:
-                for job_id, run_config, failed in by_set.get(set_id, ()):
-                    if job_id == original or (ago == 0 and run_config == config):
-                        continue
-                    if not failed:
-                        shown = False
-                    elif job_id in self.lines_of:
-                        shown = line in self.lines_of[job_id]
-                    else:
-                        continue
-                    column = 0 if run_config == config else 2
-                    counts[column] += 1
-                    counts[column + 1] += shown
+            for job_id, run_config, failed in runs_on(push_id):
+                if job_id == original or (ago == 0 and run_config == config):
+                    continue
+                if not failed:
+                    shown = False
+                elif job_id in self.lines_of:
+                    shown = line in self.lines_of[job_id]
+                else:
+                    continue
+                column = 0 if run_config == config else 2
+                counts[column] += 1
+                counts[column + 1] += shown
             if any(counts):
                 out.append(EarlierRuns(ago, *counts))
         return out
@@ -311,6 +336,7 @@ class PushHistory:
                 job.c.option_collection,
                 job.c.result,
                 job.c.manifest_set_id,
+                job.c.job_type_id,
             ).where(
                 job.c.job_kind == "test",
                 job.c.state == "completed",
@@ -318,13 +344,28 @@ class PushHistory:
             )
             rows: dict[int, list[Any]] = {}
             self._read_per_push(rows, missing, query, lambda r: r)
+            self._learn_chunks({r.job_type_id for p in missing for r in rows[p]})
             for push_id in missing:
                 by_set = known[push_id] = {}
+                by_chunk = self.cache.chunks[push_id] = {}
                 for r in rows[push_id]:
-                    by_set.setdefault(r.manifest_set_id, []).append(
-                        (r.id, (r.machine_platform_id, r.option_collection), r.result != "success")
+                    run = (
+                        r.id,
+                        (r.machine_platform_id, r.option_collection),
+                        r.result != "success",
                     )
+                    by_set.setdefault(r.manifest_set_id, []).append(run)
+                    by_chunk.setdefault(self.cache.chunk_of[r.job_type_id], []).append(run)
         return known
+
+    def _learn_chunks(self, job_type_ids: set[int]) -> None:
+        """The suite chunk of each job type (label) not looked up yet in this pass."""
+        missing = sorted(job_type_ids - self.cache.chunk_of.keys())
+        for condition in matching(self.conn, job_type.c.id, missing):
+            for type_id, name in self.conn.execute(
+                sa.select(job_type.c.id, job_type.c.name).where(condition)
+            ):
+                self.cache.chunk_of[type_id] = suite_of(name)
 
     def _sets_running(self, test: str | None) -> list[int]:
         """Manifest sets that ran the test: those holding a manifest that lists it, or,
