@@ -14,7 +14,7 @@ from sheriff.backfill import (
     pushes_to_watch,
     reports,
 )
-from sheriff.store.schema import backfill_record, backfill_report, run_observation
+from sheriff.store.schema import backfill_record, backfill_report, run_observation, triage_case
 from tests.backfill.conftest import CRASH, LINE, START, SUITE, TEST, A, B, FakeCI, revision
 
 HOUR = timedelta(hours=1)
@@ -300,3 +300,25 @@ def test_flake_aware_reads_the_runs_of_the_regressions_other_configurations(
         assert _asked(ci) <= 1
     else:
         assert _asked(ci) >= 2
+
+
+def test_a_flaky_line_the_policy_judged_apart_is_not_searched_for(ci: FakeCI) -> None:
+    """A flaky test failed beside the regressed one in the original and in retriggers too:
+    the history policy judged each line on its own, and the search looks for the regressed
+    line only (the flaky one would make pushes before the culprit look broken)."""
+    from tests.backfill.conftest import NOISE
+
+    ci.history()
+    case = ci.regression_case(20, retriggers=0)
+    for _ in range(4):
+        ci.add_run(20, [A, B], action="retrigger", failed=True, lines=[LINE, NOISE])
+    line_p = {LINE: 0.99, NOISE: 0.12}
+    with ci.engine.begin() as conn:
+        conn.execute(
+            sa.update(triage_case)
+            .where(triage_case.c.id == case)
+            .values(evidence={"history": {"facts": {"line_p": line_p}}})
+        )
+        open_report_for_case(conn, case, START, BackfillSettings())
+        report = conn.execute(sa.select(backfill_report)).one()
+    assert report.failure_lines == [LINE] and report.tests == [TEST]

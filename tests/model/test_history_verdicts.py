@@ -146,6 +146,11 @@ def test_each_line_is_judged_on_its_own_past_and_the_regressed_one_speaks() -> N
     assert decision.verdict is Verdict.REGRESSION
     assert decision.details is not None and decision.details["facts"]["line"] == A
     assert "dom/a/test_a.html" in decision.reason  # the line that spoke, in words
+    # Each line's own P is kept; the regression's lines are the regressed test's only.
+    from sheriff.model.history import regression_lines
+
+    assert set(decision.details["facts"]["line_p"]) == {A, OTHER}
+    assert regression_lines({"history": decision.details}) == [A]
     # The flaky line alone, reproduced as often as it flakes, is no regression.
     only_flaky = [done("r1", OTHER), done("r2"), done("r3", OTHER), done("r4"), done("r5")]
     told = POLICY.decide(CaseEvidence(both, tuple(only_flaky), history=per_line))

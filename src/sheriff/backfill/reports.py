@@ -22,6 +22,7 @@ from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.backfill import estimate_fail_rate
 from sheriff.model.failure_lines import crash_lines, with_crash_lines
+from sheriff.model.history import regression_lines
 from sheriff.model.policy import run_lines_known
 from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.queries import job_manifests, platform_config
@@ -94,6 +95,11 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
         .where(job.c.id == job_id)
     ).one()
     lines = _observed_lines(conn, job_id) or []
+    # The lines the case's policy judged the regression's (history: each line on its own):
+    # a flaky test that failed beside them, and happened to fail again in a retrigger, is
+    # not what the search must find on earlier pushes, nor what groups cases.
+    judged = set(regression_lines(_case_evidence(conn, job_id)))
+    lines = [line for line in lines if line in judged] or lines
     retriggers = conn.execute(
         sa.select(
             job.c.result,
@@ -131,6 +137,12 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
         fail_rate=estimate_fail_rate(reproduced, len(seen)),
         shown_by={line: sum(line in run for run in seen) for line in set(kept)},
     )
+
+
+def _case_evidence(conn: sa.Connection, job_id: int) -> Any:
+    return conn.execute(
+        sa.select(triage_case.c.evidence).where(triage_case.c.job_id == job_id)
+    ).scalar()
 
 
 def _failing_manifests(conn: sa.Connection, job_id: int, tests: Sequence[str]) -> list[str]:

@@ -55,6 +55,7 @@ __all__ = [
     "Priors",
     "RateDistribution",
     "fit_priors",
+    "regression_lines",
     "same_configuration",
 ]
 
@@ -561,12 +562,18 @@ class HistoryPolicy:
         if not judged:
             return history, len(tally.reproducing)
 
-        def p_of(line: str) -> float:
+        each_p = {}
+        for line in judged:
             told = history.judged_by(line)
-            return told.priors.posterior(told.features, k=shown[line], n=n, earlier=told.earlier)
-
-        line = max(judged, key=lambda each: (p_of(each), shown[each]))
-        return history.judged_by(line), shown[line]
+            each_p[line] = told.priors.posterior(
+                told.features, k=shown[line], n=n, earlier=told.earlier
+            )
+        line = max(judged, key=lambda each: (each_p[each], shown[each]))
+        told = history.judged_by(line)
+        # Every line's own P is kept: grouping and backfills look for the regression's
+        # lines only (`regression_lines`), not a flaky test's that failed beside them.
+        line_p = {each: round(p, 4) for each, p in each_p.items()}
+        return replace(told, facts={**told.facts, "line_p": line_p}), shown[line]
 
     def _by_errorsummary(
         self,
@@ -754,6 +761,20 @@ def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[b
         f"{tally} and the test did not fail at a comparable rate before this push "
         f"({before} showed the line): a regression"
     )
+
+
+# A line whose own P(regression) is at least this is one of the regression's lines: more
+# likely broken than flaky.
+REGRESSION_LINE_P = 0.5
+
+
+def regression_lines(evidence: Mapping[str, Any] | None) -> list[str]:
+    """The failure lines a case's stored history judged likelier a regression than not
+    (`facts.line_p`); empty when it judged none, or no line on its own (another policy,
+    an older case)."""
+    facts = ((evidence or {}).get("history") or {}).get("facts") or {}
+    line_p = facts.get("line_p") or {}
+    return sorted(line for line, p in line_p.items() if p >= REGRESSION_LINE_P)
 
 
 def _short(line: str, width: int = 90) -> str:
