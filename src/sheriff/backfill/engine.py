@@ -19,12 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sheriff.actions.usage import backfill_runs
-from sheriff.backfill.evidence import (
-    WindowEvidence,
-    case_configurations,
-    classify,
-    window_evidence,
-)
+from sheriff.backfill.evidence import WindowEvidence, classify, window_evidence
 from sheriff.backfill.reports import (
     BACKFILLED,
     CULPRIT,
@@ -40,7 +35,7 @@ from sheriff.backfill.strategies import Decision, RunRequest, Search, backfill_s
 from sheriff.errors import SheriffError
 from sheriff.model.backfill import Outcome, outcome
 from sheriff.model.job import TaskShapeError, mozharness_test_paths
-from sheriff.store.queries import PlatformConfig, recent_push_ids
+from sheriff.store.queries import PlatformConfig, case_configurations, recent_push_ids
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
 # A push asked this many times that still says nothing is given up on.

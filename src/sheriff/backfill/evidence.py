@@ -25,7 +25,7 @@ from sheriff.model.failure_lines import failing_test as test_of
 from sheriff.model.failure_lines import with_crash_lines
 from sheriff.model.policy import run_lines_known, run_lines_never
 from sheriff.store.queries import PlatformConfig, jobs_running_manifests
-from sheriff.store.schema import job, job_type, run_observation, triage_case
+from sheriff.store.schema import job, job_type, run_observation
 
 
 def reproduces(failure_lines: Iterable[str], lines: Sequence[str], tests: Sequence[str]) -> bool:
@@ -187,24 +187,3 @@ def window_evidence(
             )
         )
     return evidence
-
-
-def case_configurations(conn: sa.Connection, case_ids: Sequence[int]) -> list[PlatformConfig]:
-    """The platform configurations of these cases' original runs."""
-    if not case_ids:
-        return []
-    rows = conn.execute(
-        sa.select(
-            job.c.repository_id,
-            job.c.build_platform_id,
-            job.c.machine_platform_id,
-            job.c.option_collection,
-        )
-        .distinct()
-        .join(triage_case, triage_case.c.job_id == job.c.id)
-        .where(triage_case.c.id.in_(list(case_ids)))
-    ).all()
-    configs = {PlatformConfig(*r) for r in rows}
-    return sorted(
-        configs, key=lambda c: (c.machine_platform_id, c.option_collection, c.build_platform_id)
-    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -17,6 +17,7 @@ from sheriff.store.schema import (
     push,
     repository,
     test_path,
+    triage_case,
 )
 
 Match = Literal["any", "all"]
@@ -91,16 +92,30 @@ def push_task_test_paths(conn: sa.Connection, push_id: int) -> dict[str, list[st
     return result
 
 
+def _config_columns() -> tuple[sa.Column[Any], ...]:
+    return (job.c.repository_id, job.c.build_platform_id, job.c.machine_platform_id,
+            job.c.option_collection)  # fmt: skip
+
+
 def platform_config(conn: sa.Connection, job_id: int) -> PlatformConfig | None:
-    row = conn.execute(
-        sa.select(
-            job.c.repository_id,
-            job.c.build_platform_id,
-            job.c.machine_platform_id,
-            job.c.option_collection,
-        ).where(job.c.id == job_id)
-    ).first()
+    row = conn.execute(sa.select(*_config_columns()).where(job.c.id == job_id)).first()
     return PlatformConfig(*row) if row else None
+
+
+def case_configurations(conn: sa.Connection, case_ids: Sequence[int]) -> list[PlatformConfig]:
+    """The platform configurations of these triage cases' original runs."""
+    if not case_ids:
+        return []
+    rows = conn.execute(
+        sa.select(*_config_columns())
+        .distinct()
+        .join(triage_case, triage_case.c.job_id == job.c.id)
+        .where(triage_case.c.id.in_(list(case_ids)))
+    ).all()
+    configs = {PlatformConfig(*r) for r in rows}
+    return sorted(
+        configs, key=lambda c: (c.machine_platform_id, c.option_collection, c.build_platform_id)
+    )
 
 
 def recent_push_ids(conn: sa.Connection, push_id: int, count: int) -> list[int]:
