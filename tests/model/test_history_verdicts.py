@@ -155,3 +155,29 @@ def test_each_line_is_judged_on_its_own_past_and_the_regressed_one_speaks() -> N
     only_flaky = [done("r1", OTHER), done("r2"), done("r3", OTHER), done("r4"), done("r5")]
     told = POLICY.decide(CaseEvidence(both, tuple(only_flaky), history=per_line))
     assert told.verdict is Verdict.INTERMITTENT
+
+
+def test_comparable_is_judged_against_what_five_retriggers_can_tell() -> None:
+    """4 of 5 is at least about a third of runs, 95 % sure: a test that failed in 18 % of
+    its many earlier runs fails like that (a hot streak of a flaky test), one that failed
+    in 5 % of them does not, and neither does one with no earlier run."""
+    from sheriff.model.history import rate_at_least
+
+    assert 0.33 < rate_at_least(4, 5) < 0.35 and 0.54 < rate_at_least(5, 5) < 0.56
+
+    def past(shown_in: int, of: int) -> CaseHistory:
+        failed = {round(j * of / shown_in) for j in range(shown_in)}  # spread out
+        runs = tuple(EarlierRuns(ago=i + 1, runs=1, shown=int(i in failed)) for i in range(of))
+        return CaseHistory(priors=FLAKY_FLEET, earlier=runs)
+
+    often = POLICY.decide(case(*FOUR_OF_FIVE, history=past(8, 44)))  # 18 %
+    assert often.verdict is Verdict.INTERMITTENT
+    assert "at least 34% of runs, 95% sure" in often.reason
+    assert "(8 of 44 earlier runs showed the line, 18%): intermittent" in often.reason
+    rarely = POLICY.decide(case(*FOUR_OF_FIVE, history=past(2, 44)))  # 5 %
+    assert rarely.verdict is Verdict.REGRESSION
+    # The rule alone, at its edge: a quarter of 34 % is 8.6 %.
+    from sheriff.model.history import _repeats_its_past
+
+    assert _repeats_its_past(4, 5, past(3, 44).earlier)[0]  # 7 %: a regression
+    assert not _repeats_its_past(4, 5, past(4, 44).earlier)[0]  # 9 %: comparable
