@@ -126,6 +126,20 @@ def test_a_history_verdict_in_sentences_with_its_inputs_and_strip() -> None:
     assert told.earlier[0].words.startswith("2 pushes before: showed the line in 0 of 1 run here")
 
 
+def test_a_case_judged_line_by_line_says_which_line_spoke() -> None:
+    flaky = "TEST-UNEXPECTED-FAIL | dom/z/browser_flaky.js | boom"
+    facts = {**HISTORY_CASE["evidence"]["history"]["facts"], "line": LINE}
+    facts["line_p"] = {LINE: 0.9941, flaky: 0.12}
+    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"]}}
+    case["evidence"]["history"] = {**HISTORY_CASE["evidence"]["history"], "facts": facts}
+    text = " ".join(explain(case).sentences)
+    assert (
+        "Each failure line was judged on its own: dom/a/browser_x.js speaks for the case "
+        "(P(regression) 0.99); the others: dom/z/browser_flaky.js 0.12." in text
+    )
+    assert "judged on its own" not in " ".join(explain(HISTORY_CASE).sentences)
+
+
 def test_a_seed_verdict_and_odd_evidence() -> None:
     seed = {
         "rule": "4 retriggers of 5 showed a failure line of the original",

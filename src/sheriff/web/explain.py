@@ -109,6 +109,9 @@ def _history(
             )
         else:
             out.sentences.append("No retrigger had finished when sheriff decided.")
+        judged = _judged_apart(facts)
+        if judged:
+            out.sentences.append(judged)
         for run in facts.get("runs") or []:
             if isinstance(run, Mapping):
                 out.sentences.append(_line_history(run))
@@ -136,6 +139,22 @@ def _history(
         if isinstance(entry, list) and len(entry) == 5 and all(isinstance(v, int) for v in entry):
             out.earlier.append(EarlierPush(*entry))
     out.earlier.sort(key=lambda e: -e.pushes_ago)
+
+
+def _judged_apart(facts: Mapping[str, Any]) -> str | None:
+    """With several failure lines, which one spoke for the case and what the others got."""
+    line_p, spoke = facts.get("line_p"), facts.get("line")
+    if not isinstance(line_p, Mapping) or len(line_p) < 2 or spoke not in line_p:
+        return None
+
+    def name(line: Any) -> str:
+        return failing_test(str(line)) or str(line)
+
+    others = "; ".join(f"{name(line)} {_p(p)}" for line, p in line_p.items() if line != spoke)
+    return (
+        f"Each failure line was judged on its own: {name(spoke)} speaks for the case "
+        f"(P(regression) {_p(line_p[spoke])}); the others: {others}."
+    )
 
 
 def _line_history(run: Mapping[str, Any]) -> str:
