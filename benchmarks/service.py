@@ -105,7 +105,9 @@ def _print_endpoints(rows: list[tuple[str, dict[str, Any]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="small")
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument(
+        "--workers", default="1,2", help="comma-separated worker counts (empty: polling alone)"
+    )
     parser.add_argument("--speed", type=float, default=10.0, help="virtual minutes per second")
     parser.add_argument("--open-cases-every", type=float, default=1.0, help="wall seconds")
     parser.add_argument(
@@ -128,6 +130,12 @@ def main() -> None:
         action="store_true",
         help="the service alone (a world too big for both in one sitting): no comparison",
     )
+    parser.add_argument(
+        "--polling-json",
+        type=Path,
+        help="polling's play (metrics and each case's verdict) kept here: read when the "
+        "file exists, else played and written (a big world's plays in several sittings)",
+    )
     args = parser.parse_args()
     path = resolve_scenario(args.scenario)
     print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
@@ -140,14 +148,23 @@ def main() -> None:
     rows: list[tuple[str, dict[str, Any]]] = []
     expected: dict[str, Any] | None = None
     base = None
-    if not args.skip_polling:
+    if args.polling_json is not None and args.polling_json.exists():
+        kept = json.loads(args.polling_json.read_text())
+        polling = kept["metrics"]
+        expected = {t: tuple(v) for t, v in kept["outcome"].items()}
+    elif not args.skip_polling:
         started = time.perf_counter()
         polling, expected = play_with_outcomes(path, scenarios_of(path))
         polling["wall_seconds"] = round(time.perf_counter() - started, 1)
+        if args.polling_json is not None:
+            args.polling_json.write_text(
+                json.dumps({"metrics": polling, "outcome": expected}, default=str)
+            )
+    if expected is not None:
         rows.append(("polling (sheriff sim run)", polling))
         base = _requests(polling)
         _print_row(rows[0][0], polling, base)
-    for workers in [int(w) for w in args.workers.split(",")]:
+    for workers in [int(w) for w in args.workers.split(",") if w.strip()]:
         name, url = _database(args.admin_url)
         try:
             played = ServicePlay(
