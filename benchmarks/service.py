@@ -72,16 +72,25 @@ def _requests(metrics: dict[str, Any]) -> float:
     return _all_requests(metrics) - (written / eligible if eligible else 0.0)
 
 
+def _decided(outcome: dict[str, Any]) -> int:
+    return sum(state == "decided" for state, _ in outcome.values())
+
+
+def _per_second(m: dict[str, Any], key: str) -> str:
+    count, wall = m.get(key), m.get("wall_seconds")
+    return f"{count / wall:.1f}" if count is not None and wall else "-"
+
+
 def _print_row(label: str, m: dict[str, Any], base: float | None) -> None:
     service = m.get("service", {})
     latency = service.get("failure_to_retrigger_seconds", {})
     lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
-    tasks = service.get("tasks_per_second", "-")
     print(
         f"{label:28} {lat:>25} {_all_requests(m):>9.2f} {_requests(m):>15.2f} "
         f"{f'{_requests(m) / base:.2f}x' if base else '-':>11} "
         f"{m.get('verdicts_differing_from_polling', '-')!s:>11} {m['wall_seconds']:>7} "
-        f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}",
+        f"{_per_second(m, 'tasks_stored'):>8} {_per_second(m, 'cases_decided'):>10} "
+        f"{service.get('actions_sent_twice', 0):>11}",
         flush=True,
     )
 
@@ -131,6 +140,12 @@ def main() -> None:
         help="the service alone (a world too big for both in one sitting): no comparison",
     )
     parser.add_argument(
+        "--keep-stores",
+        type=Path,
+        help="keep every play's store to look into: polling's as a SQLite file in this "
+        "directory, the service's PostgreSQL databases not dropped (their names printed)",
+    )
+    parser.add_argument(
         "--polling-json",
         type=Path,
         help="polling's play (metrics and each case's verdict) kept here: read when the "
@@ -142,7 +157,8 @@ def main() -> None:
     print(
         f"{'':28} {'fail→retrigger p50/p95 s':>25} {'all/case':>9} {'no write-back':>15} "
         f"{'vs polling':>11} "
-        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}",
+        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'decided/s':>10} "
+        f"{'sent twice':>11}",
         flush=True,
     )
     rows: list[tuple[str, dict[str, Any]]] = []
@@ -154,7 +170,13 @@ def main() -> None:
         expected = {t: tuple(v) for t, v in kept["outcome"].items()}
     elif not args.skip_polling:
         started = time.perf_counter()
-        polling, expected = play_with_outcomes(path, scenarios_of(path))
+        store = None
+        if args.keep_stores is not None:
+            args.keep_stores.mkdir(parents=True, exist_ok=True)
+            store = f"sqlite:///{(args.keep_stores / f'polling-{path.stem}.db').resolve()}"
+            print(f"polling's store: {store}", flush=True)
+        polling, expected = play_with_outcomes(path, scenarios_of(path), database_url=store)
+        polling["cases_decided"] = _decided(expected)
         polling["wall_seconds"] = round(time.perf_counter() - started, 1)
         if args.polling_json is not None:
             args.polling_json.write_text(
@@ -180,8 +202,12 @@ def main() -> None:
                 progress=lambda line: print(f"  … {line}", flush=True),
             ).run()
         finally:
-            _drop(args.admin_url, name)
+            if args.keep_stores is None:
+                _drop(args.admin_url, name)
+            else:
+                print(f"  {workers} worker(s)' store kept: {url}", flush=True)
         outcome = played.pop("outcome")
+        played["cases_decided"] = _decided(outcome)
         if expected is not None:
             changed = sorted(
                 t for t in expected.keys() | outcome.keys() if expected.get(t) != outcome.get(t)
