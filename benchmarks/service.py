@@ -90,7 +90,9 @@ def _print_row(label: str, m: dict[str, Any], base: float | None) -> None:
         f"{f'{_requests(m) / base:.2f}x' if base else '-':>11} "
         f"{m.get('verdicts_differing_from_polling', '-')!s:>11} {m['wall_seconds']:>7} "
         f"{_per_second(m, 'tasks_stored'):>8} {_per_second(m, 'cases_decided'):>10} "
-        f"{service.get('actions_sent_twice', 0):>11}",
+        # Hooks triggered that no request of sheriff's owns (the service's plays count them;
+        # `sheriff sim run` does not), and runs beyond every run sheriff asked for (both).
+        f"{service.get('actions_sent_twice', '-')!s:>11} {m.get('excess_retriggers', '-')!s:>7}",
         flush=True,
     )
 
@@ -158,7 +160,7 @@ def main() -> None:
         f"{'':28} {'fail→retrigger p50/p95 s':>25} {'all/case':>9} {'no write-back':>15} "
         f"{'vs polling':>11} "
         f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'decided/s':>10} "
-        f"{'sent twice':>11}",
+        f"{'sent twice':>11} {'excess':>7}",
         flush=True,
     )
     rows: list[tuple[str, dict[str, Any]]] = []
