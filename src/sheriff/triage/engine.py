@@ -189,6 +189,7 @@ class Triage:
         self._listings: dict[int, GroupListing] = {}
         self._listed_revisions: dict[str, int] = {}  # revision → push id, of `_listings`
         self.last_due_runs: frozenset[int] = frozenset()  # runs `due_revisions` waits on
+        self.last_due_by_revision: dict[str, frozenset[int]] = {}  # the same, by push
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
@@ -430,8 +431,13 @@ class Triage:
             r.job_id for r in refs if not observation_done(known.get(r.job_id), r.errorsummary)
         }
         self.last_due_runs = frozenset(waiting)
-        due = {push_of_job[j] for j in waiting}
-        return [s.revision for s in states if s.push_id in due]
+        by_push: dict[int, set[int]] = {}
+        for j in waiting:
+            by_push.setdefault(push_of_job[j], set()).add(j)
+        self.last_due_by_revision = {
+            s.revision: frozenset(by_push[s.push_id]) for s in states if s.push_id in by_push
+        }
+        return [s.revision for s in states if s.push_id in by_push]
 
     def unlisted(self, tasks: Collection[tuple[str, str]]) -> set[str]:
         """Revisions of the pushes whose last listing in this process lacks one of these
