@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from sheriff.service.simplay import AMQP_URL, ServicePlay
 from sheriff.sim.scenario import resolve_scenario
+from sheriff.sim.treeherder_api import SIM_TREEHERDER_TOKEN
 from sheriff.triage.simrun import play_with_outcomes, scenarios_of
 
 ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -142,6 +143,14 @@ def main() -> None:
         help="the service alone (a world too big for both in one sitting): no comparison",
     )
     parser.add_argument(
+        "--write-back",
+        action="store_true",
+        help="the service's workers hold the simulator's Treeherder token and write back, "
+        "as `sheriff sim run` does: they then also read the failure lines write-back needs "
+        "(failed runs on untriaged queues near a regression), which the history policy "
+        "counts as evidence",
+    )
+    parser.add_argument(
         "--keep-stores",
         type=Path,
         help="keep every play's store to look into: polling's as a SQLite file in this "
@@ -201,6 +210,9 @@ def main() -> None:
                 catch_up_every_seconds=args.catch_up_every,
                 catch_up_full_every_seconds=args.catch_up_full_every,
                 wall_limit_seconds=args.wall_limit,
+                extra_env=(
+                    {"SHERIFF_TREEHERDER_TOKEN": SIM_TREEHERDER_TOKEN} if args.write_back else {}
+                ),
                 progress=lambda line: print(f"  … {line}", flush=True),
             ).run()
         finally:
