@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from sheriff.service.simplay import AMQP_URL, ServicePlay
 from sheriff.sim.scenario import resolve_scenario
+from sheriff.sim.treeherder_api import SIM_TREEHERDER_TOKEN
 from sheriff.triage.simrun import play_with_outcomes, scenarios_of
 
 ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -72,16 +73,27 @@ def _requests(metrics: dict[str, Any]) -> float:
     return _all_requests(metrics) - (written / eligible if eligible else 0.0)
 
 
+def _decided(outcome: dict[str, Any]) -> int:
+    return sum(state == "decided" for state, _ in outcome.values())
+
+
+def _per_second(m: dict[str, Any], key: str) -> str:
+    count, wall = m.get(key), m.get("wall_seconds")
+    return f"{count / wall:.1f}" if count is not None and wall else "-"
+
+
 def _print_row(label: str, m: dict[str, Any], base: float | None) -> None:
     service = m.get("service", {})
     latency = service.get("failure_to_retrigger_seconds", {})
     lat = f"{latency.get('p50', '-')}/{latency.get('p95', '-')}" if service else "-"
-    tasks = service.get("tasks_per_second", "-")
     print(
         f"{label:28} {lat:>25} {_all_requests(m):>9.2f} {_requests(m):>15.2f} "
         f"{f'{_requests(m) / base:.2f}x' if base else '-':>11} "
         f"{m.get('verdicts_differing_from_polling', '-')!s:>11} {m['wall_seconds']:>7} "
-        f"{tasks!s:>8} {service.get('actions_sent_twice', 0):>11}",
+        f"{_per_second(m, 'tasks_stored'):>8} {_per_second(m, 'cases_decided'):>10} "
+        # Hooks triggered that no request of sheriff's owns (the service's plays count them;
+        # `sheriff sim run` does not), and runs beyond every run sheriff asked for (both).
+        f"{service.get('actions_sent_twice', '-')!s:>11} {m.get('excess_retriggers', '-')!s:>7}",
         flush=True,
     )
 
@@ -105,7 +117,9 @@ def _print_endpoints(rows: list[tuple[str, dict[str, Any]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="small")
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument(
+        "--workers", default="1,2", help="comma-separated worker counts (empty: polling alone)"
+    )
     parser.add_argument("--speed", type=float, default=10.0, help="virtual minutes per second")
     parser.add_argument("--open-cases-every", type=float, default=1.0, help="wall seconds")
     parser.add_argument(
@@ -128,26 +142,62 @@ def main() -> None:
         action="store_true",
         help="the service alone (a world too big for both in one sitting): no comparison",
     )
+    parser.add_argument(
+        "--write-back",
+        action="store_true",
+        help="the service's workers hold the simulator's Treeherder token and write back, "
+        "as `sheriff sim run` does: they then also read the failure lines write-back needs "
+        "(failed runs on untriaged queues near a regression), which the history policy "
+        "counts as evidence",
+    )
+    parser.add_argument(
+        "--keep-stores",
+        type=Path,
+        help="keep every play's store to look into: polling's as a SQLite file in this "
+        "directory, the service's PostgreSQL databases not dropped (their names printed)",
+    )
+    parser.add_argument(
+        "--polling-json",
+        type=Path,
+        help="polling's play (metrics and each case's verdict) kept here: read when the "
+        "file exists, else played and written (a big world's plays in several sittings)",
+    )
     args = parser.parse_args()
     path = resolve_scenario(args.scenario)
     print(f"scenario {args.scenario}; service clock {args.speed:g} virtual min per wall second")
     print(
         f"{'':28} {'fail→retrigger p50/p95 s':>25} {'all/case':>9} {'no write-back':>15} "
         f"{'vs polling':>11} "
-        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'sent twice':>11}",
+        f"{'verdicts ≠':>11} {'wall s':>7} {'tasks/s':>8} {'decided/s':>10} "
+        f"{'sent twice':>11} {'excess':>7}",
         flush=True,
     )
     rows: list[tuple[str, dict[str, Any]]] = []
     expected: dict[str, Any] | None = None
     base = None
-    if not args.skip_polling:
+    if args.polling_json is not None and args.polling_json.exists():
+        kept = json.loads(args.polling_json.read_text())
+        polling = kept["metrics"]
+        expected = {t: tuple(v) for t, v in kept["outcome"].items()}
+    elif not args.skip_polling:
         started = time.perf_counter()
-        polling, expected = play_with_outcomes(path, scenarios_of(path))
+        store = None
+        if args.keep_stores is not None:
+            args.keep_stores.mkdir(parents=True, exist_ok=True)
+            store = f"sqlite:///{(args.keep_stores / f'polling-{path.stem}.db').resolve()}"
+            print(f"polling's store: {store}", flush=True)
+        polling, expected = play_with_outcomes(path, scenarios_of(path), database_url=store)
+        polling["cases_decided"] = _decided(expected)
         polling["wall_seconds"] = round(time.perf_counter() - started, 1)
+        if args.polling_json is not None:
+            args.polling_json.write_text(
+                json.dumps({"metrics": polling, "outcome": expected}, default=str)
+            )
+    if expected is not None:
         rows.append(("polling (sheriff sim run)", polling))
         base = _requests(polling)
         _print_row(rows[0][0], polling, base)
-    for workers in [int(w) for w in args.workers.split(",")]:
+    for workers in [int(w) for w in args.workers.split(",") if w.strip()]:
         name, url = _database(args.admin_url)
         try:
             played = ServicePlay(
@@ -160,11 +210,18 @@ def main() -> None:
                 catch_up_every_seconds=args.catch_up_every,
                 catch_up_full_every_seconds=args.catch_up_full_every,
                 wall_limit_seconds=args.wall_limit,
+                extra_env=(
+                    {"SHERIFF_TREEHERDER_TOKEN": SIM_TREEHERDER_TOKEN} if args.write_back else {}
+                ),
                 progress=lambda line: print(f"  … {line}", flush=True),
             ).run()
         finally:
-            _drop(args.admin_url, name)
+            if args.keep_stores is None:
+                _drop(args.admin_url, name)
+            else:
+                print(f"  {workers} worker(s)' store kept: {url}", flush=True)
         outcome = played.pop("outcome")
+        played["cases_decided"] = _decided(outcome)
         if expected is not None:
             changed = sorted(
                 t for t in expected.keys() | outcome.keys() if expected.get(t) != outcome.get(t)

@@ -64,6 +64,7 @@ class _Index(_Service):
 
 class _Auth(_Service):
     def expandScopes(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.world.calls.append(("expandScopes", ",".join(body["scopes"])))
         scopes = set(body["scopes"])
         for scope in list(scopes):
             scopes.update(self.world.roles.get(scope, []))

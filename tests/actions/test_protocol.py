@@ -156,6 +156,43 @@ def test_scopes_not_satisfied(world: FakeTaskcluster, protocol: ActionsProtocol)
         protocol.prepare("retrigger", decision_task_id=DECISION, task_id=ORIGINAL, input={})
 
 
+def test_decision_tasks_sharing_a_role_expand_it_once(
+    world: FakeTaskcluster, protocol: ActionsProtocol
+) -> None:
+    # Decision tasks of one repository differ in the author's notify route, a scope that
+    # expands to itself: Auth is asked about the role once, and nothing else is sent.
+    role = "assume:repo:hg.mozilla.org/integration/autoland:branch:default"
+    for n, author in enumerate(("a@example.com", "b@example.com")):
+        world.tasks[f"DECISION_{n}"] = {
+            **world.tasks[DECISION],
+            "scopes": [role, f"queue:route:notify.email.{author}.*"],
+        }
+    first = protocol.expanded_scopes("DECISION_0")
+    second = protocol.expanded_scopes("DECISION_1")
+    assert [c for c in world.calls if c[0] == "expandScopes"] == [("expandScopes", role)]
+    assert "in-tree:hook-action:project-gecko/in-tree-action-3-*" in first
+    assert "queue:route:notify.email.a@example.com.*" in first
+    assert "queue:route:notify.email.b@example.com.*" in second
+    assert "queue:route:notify.email.a@example.com.*" not in second
+
+
+def test_a_definition_read_from_a_listing_is_not_asked_again(
+    world: FakeTaskcluster, protocol: ActionsProtocol
+) -> None:
+    protocol.remember_task(DECISION, world.tasks[DECISION])
+    protocol.prepare("retrigger", decision_task_id=DECISION, task_id=ORIGINAL, input={})
+    assert ("task", DECISION) not in world.calls
+
+
+def test_only_scopes_that_can_assume_a_role_are_expanded() -> None:
+    from sheriff.model.actions import may_assume_role
+
+    assert may_assume_role("assume:repo:hg.mozilla.org/try:branch:default")
+    assert may_assume_role("*") and may_assume_role("assu*") and may_assume_role("assume:*")
+    assert not may_assume_role("queue:route:notify.email.a@example.com.*")
+    assert not may_assume_role("assumes")
+
+
 def test_trigger_returns_the_action_task(world: FakeTaskcluster, protocol: ActionsProtocol) -> None:
     prepared = protocol.prepare(
         "retrigger", decision_task_id=DECISION, task_id=ORIGINAL, input={"times": 2}

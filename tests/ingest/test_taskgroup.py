@@ -73,3 +73,15 @@ def test_tasks_an_action_created_are_recognised_by_their_tags_or_parent() -> Non
         assert by_parent[added] == {"add-new-jobs"}
         originals = {j.action for j in listing.jobs if j.parent_task_id == push.decision_task_id}
         assert originals == {None}
+
+
+def test_the_listing_keeps_the_decision_tasks_definition() -> None:
+    """The decision task is a member of its own group: its definition (the scopes the
+    actions protocol checks) comes with the listing, not from a `queue.task` call."""
+    with SimServer(parse_scenario(tiny_data())) as sim:
+        sim.advance(60)
+        decision = sim.world.pushes[2].decision_task_id
+        listing = list_group(taskcluster_clients(sim.root_url), decision)
+        assert listing.decision_task is not None
+        assert listing.decision_task["taskGroupId"] == decision
+        assert any(s.startswith("assume:repo:") for s in listing.decision_task["scopes"])

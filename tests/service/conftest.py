@@ -3,6 +3,7 @@ is down, unless CI=true (then they fail: CI never silently loses them)."""
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -10,7 +11,10 @@ import pytest
 
 from tests.conftest import IN_CI
 
-AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
+# SHERIFF_TEST_AMQP_URL names another vhost on the same broker: two plays of one scenario
+# on one vhost hear each other's Pulse messages (every simulator publishes to the same
+# exchanges), so a second session testing on the machine uses a vhost of its own.
+AMQP_URL = os.environ.get("SHERIFF_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
 
 def _rabbitmq_unavailable() -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import uuid
 
@@ -12,7 +13,7 @@ from sheriff.sim.pulse import EXCHANGE_PREFIX, EXCHANGES
 from sheriff.sim.scenario import Scenario
 from sheriff.sim.server import SimServer
 
-AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
+AMQP_URL = os.environ.get("SHERIFF_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
 
 def _rabbitmq_reachable() -> bool:

@@ -146,3 +146,25 @@ def test_a_run_stored_as_failed_before_taskcluster_resolved_it_is_not_judged(eng
     while run.resolved is None:
         sim.advance(5)
     assert _observe(triage, sim, task.task_id, 0)["errorsummary"] == "complete"
+
+
+def test_the_runs_of_many_pushes_are_each_pushs_latest_runs_of_its_labels(triage, troubled) -> None:
+    """One query for every push with open cases (the service asks every period) reads what
+    a query per push read: each push's latest runs of its own labels, no other push's."""
+    from sheriff.triage.observe import latest_runs, latest_runs_of_pushes
+
+    troubled.advance(60)
+    one_pass(triage, troubled)
+    with triage.engine.connect() as conn:
+        cases = conn.execute(sa.select(triage_case.c.push_id, triage_case.c.label)).all()
+        labels: dict[int, set[str]] = {}
+        for push_id, label in cases:
+            labels.setdefault(push_id, set()).add(label)
+        # A label of one push asked for on another must not bring that push's runs.
+        first = min(labels)
+        labels[first] |= {next(iter(labels[p])) for p in labels if p != first}
+        together = latest_runs_of_pushes(conn, labels)
+        one_by_one = [r for p in sorted(labels) for r in latest_runs(conn, p, labels[p])]
+    assert len(labels) > 1 and together
+    key = lambda r: (r["push_id"], r["id"])  # noqa: E731
+    assert sorted(together, key=key) == sorted(one_by_one, key=key)

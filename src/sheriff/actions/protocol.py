@@ -83,7 +83,7 @@ class ActionsProtocol:
         self._hook_retries = clients.transport.retries if hook_retries is None else hook_retries
         self._tasks: dict[str, Mapping[str, Any]] = {}
         self._actions: dict[str, Mapping[str, Any]] = {}
-        self._scopes: dict[str, list[str]] = {}
+        self._scopes: dict[tuple[str, ...], list[str]] = {}  # by the scopes sent
         self._decisions: dict[tuple[str, str], str] = {}
         self._validators: dict[str, Any] = {}
 
@@ -110,6 +110,10 @@ class ActionsProtocol:
         except TaskclusterNotFound:
             return None
         return str(found["taskId"])
+
+    def remember_task(self, task_id: str, definition: Mapping[str, Any]) -> None:
+        """A task's definition read elsewhere (a listing of its group): not asked again."""
+        self._tasks.setdefault(task_id, definition)
 
     def task(self, task_id: str) -> Mapping[str, Any]:
         """A task's definition (cached: definitions never change)."""
@@ -186,12 +190,21 @@ class ActionsProtocol:
         return self.task(task_id).get("tags") or {}
 
     def expanded_scopes(self, decision_task_id: str) -> list[str]:
-        """The decision task's scopes with every role expanded (Auth `expandScopes`)."""
-        if decision_task_id not in self._scopes:
-            scopes = list(self.task(decision_task_id).get("scopes") or [])
-            expanded = self.clients.auth.expandScopes({"scopes": scopes})
-            self._scopes[decision_task_id] = list(expanded.get("scopes", []))
-        return self._scopes[decision_task_id]
+        """The decision task's scopes with every role expanded (Auth `expandScopes`).
+
+        Only the scopes that can assume a role are sent, and their expansion is kept by
+        that set: the decision tasks of a repository share their role (`assume:repo:…`)
+        and differ in scopes that expand to themselves (the author's notify route), so
+        one call serves every push. Expansion is a union over the scopes, so the result
+        satisfies what the whole set's expansion satisfies."""
+        scopes = [str(s) for s in self.task(decision_task_id).get("scopes") or []]
+        assuming = tuple(sorted({s for s in scopes if model.may_assume_role(s)}))
+        if assuming not in self._scopes:
+            expanded = (
+                self.clients.auth.expandScopes({"scopes": list(assuming)}) if assuming else {}
+            )
+            self._scopes[assuming] = list(expanded.get("scopes", []))
+        return sorted(set(self._scopes[assuming]) | set(scopes))
 
     # -- preparing and sending ---------------------------------------------------------
 

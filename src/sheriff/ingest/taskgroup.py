@@ -53,6 +53,9 @@ class GroupListing:
     skipped: int = 0
     malformed: list[str] = field(default_factory=list)  # why each malformed task was skipped
     status_keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # of `jobs`' tasks
+    # The decision task's own definition (it is a member of its group): its scopes are what
+    # the actions protocol checks, so it need not be asked for again (`queue.task`).
+    decision_task: Mapping[str, Any] | None = None
 
     def runs_to_come(self) -> Counter[str]:
         """Runs per label that unfinished action tasks will create on this push."""
@@ -116,6 +119,8 @@ def parse_listing(
             listing.malformed.append(f"entry {index}: {exc}")
             continue
         task_id = status["taskId"]
+        if task_id == decision_task_id:
+            listing.decision_task = task
         metadata = task.get("metadata")
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         listing.labels[task_id] = name if isinstance(name, str) else ""

@@ -81,6 +81,12 @@ def hook_scope(hook_group_id: str, hook_id: str) -> str:
     return f"in-tree:hook-action:{hook_group_id}/{hook_id}"
 
 
+def may_assume_role(scope: str) -> bool:
+    """Whether a held scope can satisfy some `assume:<role>` (then Auth expands it through
+    roles); any other scope expands to itself."""
+    return scope.startswith("assume:") or (scope.endswith("*") and "assume:".startswith(scope[:-1]))
+
+
 def scope_satisfied(held: Iterable[str], required: str) -> bool:
     """Taskcluster's rule: a held scope matches exactly, or ends in `*` and prefixes it."""
     for scope in held:

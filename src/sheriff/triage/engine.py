@@ -74,7 +74,7 @@ from sheriff.triage.observe import (
     Observer,
     RunRef,
     fetchers,
-    latest_runs,
+    latest_runs_of_pushes,
     observation_done,
     observations,
     refresh_classifications,
@@ -189,6 +189,7 @@ class Triage:
         self._listings: dict[int, GroupListing] = {}
         self._listed_revisions: dict[str, int] = {}  # revision → push id, of `_listings`
         self.last_due_runs: frozenset[int] = frozenset()  # runs `due_revisions` waits on
+        self.last_due_by_revision: dict[str, frozenset[int]] = {}  # the same, by push
         # Treeherder's job list of each push read this pass (push id → jobs).
         self._th_jobs: dict[int, list[dict]] = {}
         self._writer: Treeherder | None = None  # Treeherder with sheriff's token, for writes
@@ -430,8 +431,13 @@ class Triage:
             r.job_id for r in refs if not observation_done(known.get(r.job_id), r.errorsummary)
         }
         self.last_due_runs = frozenset(waiting)
-        due = {push_of_job[j] for j in waiting}
-        return [s.revision for s in states if s.push_id in due]
+        by_push: dict[int, set[int]] = {}
+        for j in waiting:
+            by_push.setdefault(push_of_job[j], set()).add(j)
+        self.last_due_by_revision = {
+            s.revision: frozenset(by_push[s.push_id]) for s in states if s.push_id in by_push
+        }
+        return [s.revision for s in states if s.push_id in by_push]
 
     def unlisted(self, tasks: Collection[tuple[str, str]]) -> set[str]:
         """Revisions of the pushes whose last listing in this process lacks one of these
@@ -667,6 +673,10 @@ class Triage:
     def _store_listing(self, state: PushState, listing: GroupListing, summary: PassSummary) -> None:
         summary.groups_listed += 1
         state.listing = listing
+        if listing.decision_task is not None:
+            # Its scopes are what sending an action checks: read here, not asked again.
+            self._actions_protocol().remember_task(state.decision_task_id, listing.decision_task)
+            listing.decision_task = None
         self._listings[state.push_id] = listing
         self._listed_revisions[state.revision] = state.push_id
         with self.engine.begin() as conn:
@@ -751,37 +761,51 @@ class Triage:
         return [pushes[i] for i in sorted(ids)]
 
     def _runs_to_observe(self, states: Sequence[PushState]) -> list[RunRef]:
-        refs: list[RunRef] = []
+        """The runs the open cases of these pushes wait on: each case's original, and the
+        completed test runs of the labels of cases past `new`. Read for all the pushes in
+        two queries: the service asks this every `open_cases` period, over every push with
+        an open case (a query per push made the skipped passes cost as much as a pass)."""
+        by_id = {state.push_id: state for state in states}
+        if not by_id:
+            return []
         with self.engine.connect() as conn:
-            for state in states:
-                cases = conn.execute(
-                    sa.select(triage_case.c.job_id, triage_case.c.label, triage_case.c.state).where(
-                        triage_case.c.push_id == state.push_id,
-                        triage_case.c.state.in_(OPEN_STATES),
-                    )
-                ).all()
-                originals = {c.job_id: c for c in cases}
-                labels = {c.label for c in cases if c.state != "new"}
-                runs = latest_runs(conn, state.push_id, {c.label for c in cases})
-                th_push = self._treeherder_push_ids.get(state.revision)
-                for r in runs:
-                    ref = RunRef(
-                        r["id"],
-                        r["task_id"],
-                        r["run_id"],
-                        True,
-                        th_push,
-                        r["result"],
-                        r["end_time"] if r["state"] == "completed" else None,
-                    )
-                    if r["id"] in originals:
-                        refs.append(ref)
-                    elif (
-                        r["label"] in labels
-                        and r["state"] == "completed"
-                        and r["job_kind"] == "test"
-                    ):
-                        refs.append(replace(ref, errorsummary=False))
+            cases = conn.execute(
+                sa.select(
+                    triage_case.c.push_id,
+                    triage_case.c.job_id,
+                    triage_case.c.label,
+                    triage_case.c.state,
+                ).where(
+                    triage_case.c.push_id.in_(list(by_id)),
+                    triage_case.c.state.in_(OPEN_STATES),
+                )
+            ).all()
+            labels_of: dict[int, set[str]] = {}
+            for c in cases:
+                labels_of.setdefault(c.push_id, set()).add(c.label)
+            runs = latest_runs_of_pushes(conn, labels_of)
+        originals = {c.job_id for c in cases}
+        waited_on = {(c.push_id, c.label) for c in cases if c.state != "new"}
+        refs: list[RunRef] = []
+        for r in runs:
+            state = by_id[r["push_id"]]
+            ref = RunRef(
+                r["id"],
+                r["task_id"],
+                r["run_id"],
+                True,
+                self._treeherder_push_ids.get(state.revision),
+                r["result"],
+                r["end_time"] if r["state"] == "completed" else None,
+            )
+            if r["id"] in originals:
+                refs.append(ref)
+            elif (
+                (r["push_id"], r["label"]) in waited_on
+                and r["state"] == "completed"
+                and r["job_kind"] == "test"
+            ):
+                refs.append(replace(ref, errorsummary=False))
         return refs
 
     def _observe_jobs(self, job_ids: Sequence[int], now: datetime) -> None:

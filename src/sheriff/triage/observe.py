@@ -485,6 +485,29 @@ def latest_runs(
     return [dict(r) for r in conn.execute(stmt).mappings()]
 
 
+def latest_runs_of_pushes(
+    conn: sa.Connection, labels_by_push: Mapping[int, Collection[str]]
+) -> list[dict[str, Any]]:
+    """`latest_runs` of many pushes in one query, each push's of its own labels only; in
+    push order, then as the database returns them."""
+    if not labels_by_push:
+        return []
+    labels = sorted({label for wanted in labels_by_push.values() for label in wanted})
+    later = sa.alias(job)
+    stmt = (
+        sa.select(job, job_type.c.name.label("label"))
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(
+            job.c.push_id.in_(sorted(labels_by_push)),
+            job_type.c.name.in_(labels),
+            ~sa.exists().where(later.c.task_id == job.c.task_id, later.c.run_id > job.c.run_id),
+        )
+        .order_by(job.c.push_id)
+    )
+    wanted = {p: set(ls) for p, ls in labels_by_push.items()}
+    return [dict(r) for r in conn.execute(stmt).mappings() if r["label"] in wanted[r["push_id"]]]
+
+
 def _job_id(row: Mapping[str, Any] | None, ingested: Ingested, run: RunRef) -> int | None:
     """The run's Treeherder job id, stored or found in this round's push listings."""
     if row is not None and row.get("treeherder_job_id") is not None:

@@ -253,10 +253,11 @@ def scenarios_of(path: Path) -> Any:
 
 
 def play_with_outcomes(
-    path: Path, scenario: Any, **options: Any
+    path: Path, scenario: Any, *, database_url: str | None = None, **options: Any
 ) -> tuple[dict[str, Any], dict[str, tuple[str, str | None]]]:
     """One play without the faults comparison: its metrics and each case's (state, verdict)
-    by the task id of its original run (what other ways of running sheriff are held to)."""
+    by the task id of its original run (what other ways of running sheriff are held to).
+    `database_url`: an empty store to play in and keep (default: a temporary SQLite file)."""
     chosen = {
         "policy": None,
         "backfill": None,
@@ -265,7 +266,7 @@ def play_with_outcomes(
         "pass_minutes": 10,
         **options,
     }
-    return _play_once(path, scenario, None, None, **chosen)
+    return _play_once(path, scenario, database_url, None, **chosen)
 
 
 def _play_once(
@@ -464,6 +465,9 @@ def measure(
             ).join(job, job.c.id == triage_case.c.job_id)
         ).all()
         requests = request_log.requests(conn)
+        tasks_stored = conn.execute(
+            sa.select(sa.func.count(sa.distinct(job.c.task_id)))
+        ).scalar_one()
     with engine.connect() as conn:
         in_scope = None
         if queue_prefixes is not None:
@@ -546,6 +550,7 @@ def measure(
         # Where they went (method and route template), most asked first.
         "http_requests_by_endpoint": stats.get("endpoints", {}),
         "virtual_hours": round(virtual_hours, 2),
+        "tasks_stored": tasks_stored,
         "wall_seconds": 0.0,
         "calibration": calibration(scored),
         # Each wrong regression / intermittent verdict, oldest push first: what it was.
