@@ -322,3 +322,85 @@ def test_a_flaky_line_the_policy_judged_apart_is_not_searched_for(ci: FakeCI) ->
         open_report_for_case(conn, case, START, BackfillSettings())
         report = conn.execute(sa.select(backfill_report)).one()
     assert report.failure_lines == [LINE] and report.tests == [TEST]
+
+
+TEST2 = "a/browser_broken_later.js"
+LINE2 = f"TEST-UNEXPECTED-FAIL | {TEST2} | expected 1, got 2"
+
+
+def _case_failing_both(ci: FakeCI, index: int, second: str = LINE2) -> int:
+    """A regression case on push `index` whose original and four retriggers failed LINE
+    (the earlier regression, still failing) and `second` (LINE2, judged a regression's
+    line on its own like LINE; or a crash between tests, in the raw lines only)."""
+    crash = second.startswith("PROCESS-CRASH")
+    lines = [LINE] if crash else [LINE, second]
+    seen = {"failure_lines": lines, "raw_failure_lines": [LINE, second]}
+    line_p = {LINE: 0.99} if crash else {LINE: 0.99, second: 0.98}
+    case = ci.regression_case(index, retriggers=0)
+    runs = [ci.add_run(index, [A, B], action="retrigger", failed=True) for _ in range(4)]
+    with ci.engine.begin() as conn:
+        original = conn.execute(sa.select(triage_case.c.job_id).where(triage_case.c.id == case))
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id.in_([original.scalar_one(), *runs]))
+            .values(**seen)
+        )
+        conn.execute(
+            sa.update(triage_case)
+            .where(triage_case.c.id == case)
+            .values(evidence={"history": {"facts": {"line_p": line_p}}})
+        )
+    return case
+
+
+def test_a_test_broken_beside_an_earlier_regression_gets_its_own_search(ci: FakeCI) -> None:
+    """The regression of push 11 is never backed out; push 20 breaks another test of the
+    same chunk. Its cases share the old regression's test and join that search, but its
+    own line, never seen in the runs that failed the old one since, gets a search too."""
+    ci.history()
+    first = _open(ci, 12)
+    case = _case_failing_both(ci, 20)
+    later = _case_failing_both(ci, 22)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        assert open_report_for_case(conn, later, START) == first
+        found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
+    assert len(found) == 2 and found[0].id == first
+    old, new = found
+    assert case in old.case_ids and later in old.case_ids
+    # One search for the new line, served from the first case's run; the later case joins.
+    assert new.failure_lines == [LINE2] and new.tests == [TEST2]
+    assert new.case_ids == [case, later] and new.source == "regression"
+    assert new.fail_rate > 0.5  # 4 of the push's 5 other runs showed it
+
+
+def test_lines_that_failed_together_since_the_search_began_stay_one_search(
+    ci: FakeCI,
+) -> None:
+    """The same two lines already failed together on push 14: one regression of two tests,
+    the second one seen late by chance; no second search."""
+    ci.history()
+    first = _open(ci, 12)
+    ci.add_run(14, [A, B], failed=True, lines=[LINE, LINE2])
+    case = _case_failing_both(ci, 20)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        assert conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar() == 1
+
+
+def test_a_crash_between_tests_beside_an_earlier_regression_gets_its_own_search(
+    ci: FakeCI,
+) -> None:
+    """The later regression crashes between tests: no line the policy judges, only the
+    raw PROCESS-CRASH line, which none of the earlier failing runs showed."""
+    ci.history()
+    first = _open(ci, 12)
+    crash = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + 0x1f2] | pid: 4242"
+    case = _case_failing_both(ci, 20, second=crash)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
+    assert len(found) == 2 and found[1].tests == []
+    assert found[1].failure_lines == [
+        "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | pid: <pid>"
+    ]

@@ -64,7 +64,9 @@ class Regression:
     shown_by: dict[str, int] = field(default_factory=dict)
 
 
-def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
+def _observed_lines(conn: sa.Connection, job_id: int, crashes: bool = False) -> list[str] | None:
+    """The run's lines naming a failing test, else its crash lines; with `crashes` both
+    (its crashes between tests too)."""
     row = conn.execute(
         sa.select(run_observation.c.failure_lines, run_observation.c.raw_failure_lines).where(
             run_observation.c.job_id == job_id
@@ -73,16 +75,21 @@ def _observed_lines(conn: sa.Connection, job_id: int) -> list[str] | None:
     if row is None or row.failure_lines is None:
         return None
     # A crash between tests names no test: its PROCESS-CRASH line is what to look for.
-    return [line for line in row.failure_lines if test_of(line)] or crash_lines(
-        row.raw_failure_lines
-    )
+    named = [line for line in row.failure_lines if test_of(line)]
+    between = [line for line in crash_lines(row.raw_failure_lines) if not names_a_test(line)]
+    if crashes:
+        return named + between
+    return named or crash_lines(row.raw_failure_lines)
 
 
-def regression_of(conn: sa.Connection, job_id: int) -> Regression:
+def regression_of(
+    conn: sa.Connection, job_id: int, only: Sequence[str] | None = None
+) -> Regression:
     """The original run's failure lines that its retriggers reproduced, and their rate.
 
     Lines no retrigger showed are the run's own intermittents and are left out, unless no
-    retrigger has been observed (a manual request): then every line is kept.
+    retrigger has been observed (a manual request): then every line is kept. `only`: these
+    of the run's lines instead (a second regression failing in the same run).
     """
     original = conn.execute(
         sa.select(
@@ -94,12 +101,16 @@ def regression_of(conn: sa.Connection, job_id: int) -> Regression:
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .where(job.c.id == job_id)
     ).one()
-    lines = _observed_lines(conn, job_id) or []
-    # The lines the case's policy judged the regression's (history: each line on its own):
-    # a flaky test that failed beside them, and happened to fail again in a retrigger, is
-    # not what the search must find on earlier pushes, nor what groups cases.
-    judged = set(regression_lines(_case_evidence(conn, job_id)))
-    lines = [line for line in lines if line in judged] or lines
+    lines = _observed_lines(conn, job_id, crashes=only is not None) or []
+    if only is not None:
+        lines = [line for line in lines if line in only]
+    else:
+        # The lines the case's policy judged the regression's (history: each line on its
+        # own): a flaky test that failed beside them, and happened to fail again in a
+        # retrigger, is not what the search must find on earlier pushes, nor what groups
+        # cases.
+        judged = set(regression_lines(_case_evidence(conn, job_id)))
+        lines = [line for line in lines if line in judged] or lines
     retriggers = conn.execute(
         sa.select(
             job.c.result,
@@ -230,6 +241,7 @@ def _open(
     strategy: str,
     same_manifests: bool,
     mature_at: datetime,
+    case_ids: Sequence[int] = (),
 ) -> int:
     row = conn.execute(
         sa.select(job.c.push_id, job.c.repository_id, job_type.c.name.label("label"))
@@ -250,7 +262,7 @@ def _open(
             tests=regression.tests,
             failure_lines=regression.lines,
             fail_rate=regression.fail_rate,
-            case_ids=[case_id] if case_id is not None else [],
+            case_ids=list(case_ids) or ([case_id] if case_id is not None else []),
             status=OPEN,
             opened_at=now,
             mature_at=mature_at,
@@ -321,6 +333,9 @@ def open_report_for_case(
         if served is not None:
             if case_id not in (served.case_ids or []):
                 _join(conn, served, case_id, case.job_id, push_time, regression, now)
+                _second_regression(
+                    conn, served, case_id, case.job_id, regression, recent, now, settings
+                )
             return served.id
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
@@ -335,6 +350,9 @@ def open_report_for_case(
         }
         if same_search or shared:
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
+            _second_regression(
+                conn, report, case_id, case.job_id, regression, recent, now, settings
+            )
             return report.id
     try:
         with conn.begin_nested():
@@ -355,6 +373,134 @@ def open_report_for_case(
         return conn.execute(
             sa.select(backfill_report.c.id).where(backfill_report.c.case_id == case_id)
         ).scalar_one()
+
+
+# A second regression's lines are split off only when, in the runs that showed the search's
+# own lines between its push and the case's, they would have shown by now were they the
+# same regression (each of its tests fails on its own draw): at most this likely.
+_SAME_ONSET_MISSED = 0.05
+
+
+def _second_regression(
+    conn: sa.Connection,
+    joined: Any,
+    case_id: int,
+    job_id: int,
+    regression: Regression,
+    recent: Sequence[Any],
+    now: datetime,
+    settings: BackfillSettings,
+) -> None:
+    """A search of their own for the lines of a joining case that no search looks for,
+    when they began failing after the search the case joined.
+
+    A regression that is not backed out fails every later run of its chunk; a test broken
+    by a later push then fails beside it, and every case of the new regression shares the
+    old one's test and joins its search: the new one would never be searched for. Only
+    lines the policy judged a regression's on their own are split off (a flaky test beside
+    it is not), and only when the runs of the case's chunk since the joined search's push
+    showed the searched lines often enough without the new ones: one regression's tests
+    fail from the same push. Lines another open search looks for join that one instead.
+    """
+    judged = set(regression_lines(_case_evidence(conn, job_id)))
+    searched = [joined, *(r for r in recent if r.id != joined.id)]
+    old: set[str] = set()
+    # A crash between tests is no line the policy judges; beside another regression's
+    # lines it is not searched for at all. Its later onset, below, is what tells.
+    between = [
+        line for line in _observed_lines(conn, job_id, crashes=True) or [] if not names_a_test(line)
+    ]
+    lines = [*regression.lines, *between]
+    new = [line for line in regression.lines if line in judged and names_a_test(line)] + between
+    case_push = conn.execute(
+        sa.select(push.c.push_time).join(job, job.c.push_id == push.c.id).where(job.c.id == job_id)
+    ).scalar_one()
+    for report in searched:
+        covered = [
+            line
+            for line in lines
+            if line in (report.failure_lines or []) or test_of(line) in (report.tests or [])
+        ]
+        if not covered:
+            continue
+        old.update(covered)
+        new = [line for line in new if line not in covered]
+        if report.id != joined.id and case_id not in (report.case_ids or []):
+            _join(
+                conn, report, case_id, job_id, case_push, regression_of(conn, job_id, covered), now
+            )
+    if not new:
+        return
+    second = regression_of(conn, job_id, only=new)
+    # A line no retrigger showed again is this run's own.
+    shown = [line for line in second.lines if second.shown_by.get(line)]
+    if not shown:
+        return
+    if shown != second.lines:
+        second = regression_of(conn, job_id, only=shown)
+    if not _began_later(conn, job_id, joined.push_time, case_push, second, old):
+        return
+    _open(
+        conn,
+        job_id=job_id,
+        case_id=None,
+        source="regression",
+        regression=second,
+        now=now,
+        settings=settings,
+        strategy=joined.strategy,
+        same_manifests=joined.same_manifests,
+        mature_at=now + settings.maturity,
+        case_ids=[case_id],
+    )
+
+
+def _began_later(
+    conn: sa.Connection,
+    job_id: int,
+    since: datetime,
+    case_push: datetime,
+    second: Regression,
+    old: set[str],
+) -> bool:
+    """Whether `second`'s lines began failing after `since`: the runs of the case's suite
+    chunk from then until the case's push never showed them, and showed the `old` lines
+    often enough that one regression of both would have shown them too."""
+    label, repository_id = conn.execute(
+        sa.select(job_type.c.name, job.c.repository_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(job.c.id == job_id)
+    ).one()
+    runs = conn.execute(
+        sa.select(
+            job_type.c.name,
+            run_observation.c.parse_status,
+            run_observation.c.failure_lines,
+            run_observation.c.raw_failure_lines,
+        )
+        .select_from(job)
+        .join(push, push.c.id == job.c.push_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .join(run_observation, run_observation.c.job_id == job.c.id)
+        .where(
+            job.c.repository_id == repository_id,
+            push.c.push_time >= since,
+            push.c.push_time < case_push,
+            job.c.state == "completed",
+            job.c.result == "testfailed",
+        )
+    ).all()
+    showed_old = 0
+    for run in runs:
+        if suite_of(run.name) != suite_of(label):
+            continue  # another chunk: it does not run the new lines' tests
+        if not run_lines_known(run.parse_status, run.failure_lines):
+            continue
+        seen = set(with_crash_lines(run.failure_lines, run.raw_failure_lines))
+        if seen & set(second.lines):
+            return False  # they failed before this case's push: no later onset shown
+        showed_old += bool(seen & old)
+    return (1.0 - second.fail_rate) ** showed_old <= _SAME_ONSET_MISSED
 
 
 def _join(
