@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -164,6 +165,22 @@ def test_a_flaky_test_that_regresses_with_a_new_line_shows_another_line() -> Non
     flake_line = normalise_failure_line(f"TEST-UNEXPECTED-{own.status} | {test} | {flake}")
     lines = [line.text for line in _lines_of(same, 0) if line.test == test]
     assert lines and all(normalise_failure_line(line) == flake_line for line in lines)
+
+
+def test_a_new_line_differs_from_the_tests_own_once_normalised() -> None:
+    """`failure: new` is a line a sheriff can tell apart: not the test's own message with
+    other numbers in it (which normalises to the very same line)."""
+    world, _ = _regressed_world("new", flaky_test=True)
+    tests = sorted(world.catalog.test_manifest)
+    assert len(tests) >= 20
+
+    def line(mode: Any, test: str) -> str:
+        message = render_message(mode, world.seed, "any", 0, test)
+        return normalise_failure_line(f"TEST-UNEXPECTED-{mode.status} | {test} | {message}")
+
+    for test in tests:
+        own, new = world.catalog.failure_mode(test), world.catalog.failure_of(test, 0)
+        assert line(new, test) != line(own, test), test
 
 
 @pytest.mark.parametrize(
