@@ -76,10 +76,10 @@ def _observed_lines(conn: sa.Connection, job_id: int, crashes: bool = False) -> 
         return None
     # A crash between tests names no test: its PROCESS-CRASH line is what to look for.
     named = [line for line in row.failure_lines if test_of(line)]
-    between = [line for line in crash_lines(row.raw_failure_lines) if not names_a_test(line)]
+    crashed = crash_lines(row.raw_failure_lines)
     if crashes:
-        return named + between
-    return named or crash_lines(row.raw_failure_lines)
+        return named + [line for line in crashed if not names_a_test(line)]
+    return named or crashed
 
 
 def regression_of(
@@ -412,9 +412,12 @@ def _second_regression(
     ]
     lines = [*regression.lines, *between]
     new = [line for line in regression.lines if line in judged and names_a_test(line)] + between
-    case_push = conn.execute(
-        sa.select(push.c.push_time).join(job, job.c.push_id == push.c.id).where(job.c.id == job_id)
-    ).scalar_one()
+    case_push, label, repository_id = conn.execute(
+        sa.select(push.c.push_time, job_type.c.name, job.c.repository_id)
+        .join(push, push.c.id == job.c.push_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .where(job.c.id == job_id)
+    ).one()
     for report in searched:
         covered = [
             line
@@ -431,14 +434,13 @@ def _second_regression(
             )
     if not new:
         return
+    # `regression_of` keeps the lines a retrigger showed again, or, when none did, all of
+    # them: then they are this run's own.
     second = regression_of(conn, job_id, only=new)
-    # A line no retrigger showed again is this run's own.
-    shown = [line for line in second.lines if second.shown_by.get(line)]
-    if not shown:
+    if not any(second.shown_by.values()):
         return
-    if shown != second.lines:
-        second = regression_of(conn, job_id, only=shown)
-    if not _began_later(conn, job_id, joined.push_time, case_push, second, old):
+    pushed = (joined.push_time, case_push)
+    if not _began_later(conn, repository_id, label, pushed, second, old):
         return
     _open(
         conn,
@@ -457,20 +459,17 @@ def _second_regression(
 
 def _began_later(
     conn: sa.Connection,
-    job_id: int,
-    since: datetime,
-    case_push: datetime,
+    repository_id: int,
+    label: str,
+    between: tuple[datetime, datetime],
     second: Regression,
     old: set[str],
 ) -> bool:
-    """Whether `second`'s lines began failing after `since`: the runs of the case's suite
-    chunk from then until the case's push never showed them, and showed the `old` lines
-    often enough that one regression of both would have shown them too."""
-    label, repository_id = conn.execute(
-        sa.select(job_type.c.name, job.c.repository_id)
-        .join(job_type, job_type.c.id == job.c.job_type_id)
-        .where(job.c.id == job_id)
-    ).one()
+    """Whether `second`'s lines began failing after the joined search's push: the runs of
+    the case's suite chunk (`label`'s) pushed `between` it and the case's push never
+    showed them, and showed the `old` lines often enough that one regression of both
+    would have shown them too."""
+    since, case_push = between
     runs = conn.execute(
         sa.select(
             job_type.c.name,

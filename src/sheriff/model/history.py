@@ -562,14 +562,13 @@ class HistoryPolicy:
         if not judged:
             return history, len(tally.reproducing)
 
-        each_p = {}
-        for line in judged:
-            told = history.judged_by(line)
-            each_p[line] = told.priors.posterior(
-                told.features, k=shown[line], n=n, earlier=told.earlier
-            )
+        told_by = {line: history.judged_by(line) for line in judged}
+        each_p = {
+            line: told.priors.posterior(told.features, k=shown[line], n=n, earlier=told.earlier)
+            for line, told in told_by.items()
+        }
         line = max(judged, key=lambda each: (each_p[each], shown[each]))
-        told = history.judged_by(line)
+        told = told_by[line]
         # Every line's own P is kept: grouping and backfills look for the regression's
         # lines only (`regression_lines`), not a flaky test's that failed beside them.
         line_p = {each: round(p, 4) for each, p in each_p.items()}
