@@ -14,7 +14,14 @@ from sheriff.backfill import (
     pushes_to_watch,
     reports,
 )
-from sheriff.store.schema import backfill_record, backfill_report, run_observation, triage_case
+from sheriff.store.schema import (
+    backfill_record,
+    backfill_report,
+    job,
+    job_type,
+    run_observation,
+    triage_case,
+)
 from tests.backfill.conftest import CRASH, LINE, START, SUITE, TEST, A, B, FakeCI, revision
 
 HOUR = timedelta(hours=1)
@@ -404,3 +411,65 @@ def test_a_crash_between_tests_beside_an_earlier_regression_gets_its_own_search(
     assert found[1].failure_lines == [
         "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | pid: <pid>"
     ]
+
+
+def _crash_case_in_chunk(ci: FakeCI, index: int, chunk: int, failed_group: str) -> int:
+    """A crash case on push `index` whose run is relabelled to chunk `chunk` of the suite,
+    its errorsummary's failing group `failed_group` (the crash named no test)."""
+    case = ci.regression_case(index)
+    label = f"test-linux1804-64-qr/opt-mochitest-browser-chrome-{chunk}"
+    with ci.engine.begin() as conn:
+        job_id = conn.execute(
+            sa.select(triage_case.c.job_id).where(triage_case.c.id == case)
+        ).scalar_one()
+        type_id = (
+            conn.execute(sa.select(job_type.c.id).where(job_type.c.name == label)).scalar()
+            or conn.execute(
+                sa.insert(job_type).values(name=label, symbol=f"bc{chunk}").returning(job_type.c.id)
+            ).scalar_one()
+        )
+        conn.execute(sa.update(job).where(job.c.id == job_id).values(job_type_id=type_id))
+        conn.execute(sa.update(triage_case).where(triage_case.c.id == case).values(label=label))
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id == job_id)
+            .values(
+                structured_failures=[
+                    ["", "mozilla::dom::Foo::Bar", "CRASH"],
+                    [failed_group, None, "ERROR"],
+                ]
+            )
+        )
+    return case
+
+
+@pytest.mark.parametrize(("group", "joins"), [(A, True), (B, False)])
+def test_a_crash_in_another_chunk_joins_the_search_of_the_manifest_it_failed_in(
+    engine, group: str, joins: bool
+) -> None:
+    """Chunks deal manifests differently per platform and build type: the same crash
+    between tests shows in another chunk number. Its line names no test; the manifest whose
+    group failed with no named test is what ties the two cases (another manifest: another
+    failure that happens to crash the same way, searched apart)."""
+    ci = FakeCI(engine, crash=True)
+    ci.history()
+    first_case = _crash_case_in_chunk(ci, 20, chunk=1, failed_group=A)
+    later = _crash_case_in_chunk(ci, 22, chunk=3, failed_group=group)
+    with ci.engine.begin() as conn:
+        first = open_report_for_case(conn, first_case, START)
+        assert (open_report_for_case(conn, later, START) == first) is joins
+        count = conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar()
+    assert count == (1 if joins else 2)
+
+
+def test_a_crash_between_tests_is_looked_for_in_the_manifest_it_failed_in(engine) -> None:
+    """The backfill counts the runs of the manifest whose group failed with no named test
+    (any chunk that ran it), not only runs of every manifest of the crashed chunk."""
+    ci = FakeCI(engine, crash=True)
+    ci.history()
+    case = _crash_case_in_chunk(ci, 20, chunk=1, failed_group=A)
+    with ci.engine.begin() as conn:
+        open_report_for_case(conn, case, START)
+        context = conn.execute(sa.select(backfill_record.c.context)).scalar_one()
+    assert context["manifests"] == [A]
+    assert context["test_manifests"] == [A, B]  # what the chunk ran, for the record

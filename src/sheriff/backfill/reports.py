@@ -2,8 +2,9 @@
 
 A regression usually fails many runs (every platform, every push until the backout), and
 triage gives each its own case; they are one regression with one culprit. A case whose
-failing tests overlap those of a recent report of the same repository joins it instead
-of opening another, and while that report is still maturing the record moves to the
+failing tests overlap those of a recent report of the same repository (or whose line
+that names no test is the report's, in the same chunk or manifest) joins it instead of
+opening another, and while that report is still maturing the record moves to the
 oldest failing push seen, which is nearest the culprit.
 """
 
@@ -156,22 +157,44 @@ def _case_evidence(conn: sa.Connection, job_id: int) -> Any:
     ).scalar()
 
 
-def _failing_manifests(conn: sa.Connection, job_id: int, tests: Sequence[str]) -> list[str]:
-    """The manifests of the job that hold the failing tests; all of them when unknown."""
-    ran = job_manifests(conn, job_id)
+def _manifests_holding(conn: sa.Connection, job_id: int, tests: Sequence[str]) -> set[str]:
+    """The manifests the job ran that hold any of `tests`."""
     if not tests:
-        return ran
-    holding = conn.execute(
-        sa.select(manifest.c.path)
-        .distinct()
-        .join(manifest_test, manifest_test.c.manifest_id == manifest.c.id)
-        .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
-        .join(manifest_set_member, manifest_set_member.c.manifest_id == manifest.c.id)
-        .join(job, job.c.manifest_set_id == manifest_set_member.c.manifest_set_id)
-        .where(job.c.id == job_id, test_path.c.path.in_(list(tests)))
-    ).scalars()
-    found = sorted(set(holding))
-    return found or ran
+        return set()
+    return set(
+        conn.execute(
+            sa.select(manifest.c.path)
+            .distinct()
+            .join(manifest_test, manifest_test.c.manifest_id == manifest.c.id)
+            .join(test_path, test_path.c.id == manifest_test.c.test_path_id)
+            .join(manifest_set_member, manifest_set_member.c.manifest_id == manifest.c.id)
+            .join(job, job.c.manifest_set_id == manifest_set_member.c.manifest_set_id)
+            .where(job.c.id == job_id, test_path.c.path.in_(list(tests)))
+        ).scalars()
+    )
+
+
+def _failing_manifests(conn: sa.Connection, job_id: int, tests: Sequence[str]) -> list[str]:
+    """The manifests of the job that hold the failing tests, or for a failure that names
+    no test those whose group failed without a named test; all of them when unknown."""
+    found = _manifests_holding(conn, job_id, tests) or _unnamed_failure_groups(conn, job_id)
+    return sorted(found) or job_manifests(conn, job_id)
+
+
+def _unnamed_failure_groups(conn: sa.Connection, job_id: int) -> set[str]:
+    """The manifests (mozlog groups) of the run whose `group_result` did not pass while no
+    failing test the errorsummary names belongs to them: where a line that names no test
+    (a crash between tests, a harness timeout) happened."""
+    stored = conn.execute(
+        sa.select(run_observation.c.structured_failures).where(run_observation.c.job_id == job_id)
+    ).scalar()
+    if not stored:
+        return set()
+    ran = set(job_manifests(conn, job_id))
+    # Stored as (test, subtest, status): a group's entry is the manifest itself.
+    groups = {entry[0] for entry in stored if entry[0] in ran and entry[1] is None}
+    named = [entry[0] for entry in stored if entry[0] and entry[0] not in ran]
+    return groups - _manifests_holding(conn, job_id, named) if groups else set()
 
 
 def _record_values(
@@ -337,17 +360,32 @@ def open_report_for_case(
                     conn, served, case_id, case.job_id, regression, recent, now, settings
                 )
             return served.id
+    unnamed_groups: set[str] | None = None
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
         # searched (an older regression, or an intermittent), and searching again from a
         # later push would spend the same runs to learn the same. An open search of the
         # same label on the same push already runs what this case's search would.
         same_search = report.status == OPEN and (report.push_id, report.label) == (push_id, label)
-        # `Last test finished` (a timeout) is no test: shared only within one suite.
-        same_suite = suite_of(report.label) == suite_of(label)
-        shared = {
-            t for t in set(report.tests) & set(regression.tests) if same_suite or names_a_test(t)
+        shared = {t for t in set(report.tests) & set(regression.tests) if names_a_test(t)}
+        # A line that names no test (a timeout's `Last test finished`, a crash between
+        # tests) is the same failure only where it happened: in one suite chunk, or in a
+        # manifest that failed with no named test in both runs (chunks deal manifests
+        # differently per platform and build type, so one test's timeouts move between
+        # chunk numbers; the manifest stays).
+        unnamed = {
+            item
+            for item in (set(report.tests) & set(regression.tests))
+            | (set(report.failure_lines) & set(regression.lines))
+            if not names_a_test(item)
         }
+        if unnamed and not shared and not same_search:
+            if suite_of(report.label) != suite_of(label):
+                if unnamed_groups is None:
+                    unnamed_groups = _unnamed_failure_groups(conn, case.job_id)
+                if not unnamed_groups & _unnamed_failure_groups(conn, report.job_id):
+                    unnamed = set()
+            shared = unnamed
         if same_search or shared:
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
             _second_regression(
