@@ -10,6 +10,7 @@ oldest failing push seen, which is nearest the culprit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -193,8 +194,20 @@ def _unnamed_failure_groups(conn: sa.Connection, job_id: int) -> set[str]:
     ran = set(job_manifests(conn, job_id))
     # Stored as (test, subtest, status): a group's entry is the manifest itself.
     groups = {entry[0] for entry in stored if entry[0] in ran and entry[1] is None}
+    if not groups:
+        return set()
     named = [entry[0] for entry in stored if entry[0] and entry[0] not in ran]
-    return groups - _manifests_holding(conn, job_id, named) if groups else set()
+    return groups - _manifests_holding(conn, job_id, named)
+
+
+def _unnamed_items(report: Any, regression: Regression) -> set[str]:
+    """The tests and lines naming no test that a report and a case's regression share."""
+    return {
+        item
+        for item in (set(report.tests) & set(regression.tests))
+        | (set(report.failure_lines) & set(regression.lines))
+        if not names_a_test(item)
+    }
 
 
 def _record_values(
@@ -360,7 +373,7 @@ def open_report_for_case(
                     conn, served, case_id, case.job_id, regression, recent, now, settings
                 )
             return served.id
-    unnamed_groups: set[str] | None = None
+    case_groups = functools.cache(lambda: _unnamed_failure_groups(conn, case.job_id))
     for report in recent:
         # A failed report joins too: its failure was already there on the oldest push
         # searched (an older regression, or an intermittent), and searching again from a
@@ -373,18 +386,11 @@ def open_report_for_case(
         # manifest that failed with no named test in both runs (chunks deal manifests
         # differently per platform and build type, so one test's timeouts move between
         # chunk numbers; the manifest stays).
-        unnamed = {
-            item
-            for item in (set(report.tests) & set(regression.tests))
-            | (set(report.failure_lines) & set(regression.lines))
-            if not names_a_test(item)
-        }
-        if unnamed and not shared and not same_search:
-            if suite_of(report.label) != suite_of(label):
-                if unnamed_groups is None:
-                    unnamed_groups = _unnamed_failure_groups(conn, case.job_id)
-                if not unnamed_groups & _unnamed_failure_groups(conn, report.job_id):
-                    unnamed = set()
+        unnamed = set() if same_search or shared else _unnamed_items(report, regression)
+        if unnamed and (
+            suite_of(report.label) == suite_of(label)
+            or case_groups() & _unnamed_failure_groups(conn, report.job_id)
+        ):
             shared = unnamed
         if same_search or shared:
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
