@@ -35,10 +35,7 @@ OTHER = "TEST-UNEXPECTED-FAIL | dom/z/test_z.html | boom"
 ORIGINAL = RunEvidence("orig", resolved=True, result="testfailed", lines_known=True,
                        failure_lines=(A,))  # fmt: skip
 POLICY = get_policy("history")
-# The decision mechanics at an even prior (P = 0.5 before retriggers), no facts; the
-# default priors of a new store put it at 0.1 (most failures are flakes).
-EVEN = Priors(base_rate=0.5)
-NEUTRAL = CaseHistory(priors=EVEN)
+NEUTRAL = CaseHistory()  # no facts, default priors (P = 0.5 before retriggers)
 
 
 def done(task_id: str, *lines: str) -> RunEvidence:
@@ -78,8 +75,7 @@ def test_beta_binomial_likelihood_matches_a_direct_sum() -> None:
 
 
 def test_reproductions_raise_and_clean_runs_lower_the_probability() -> None:
-    assert Priors().posterior({}, k=0, n=0) == pytest.approx(0.1)  # most failures are flakes
-    priors = Priors(base_rate=0.5)
+    priors = Priors()
     p0 = priors.posterior({}, k=0, n=0)
     assert p0 == pytest.approx(0.5)
     assert priors.posterior({}, k=1, n=1) > 0.85
@@ -89,17 +85,9 @@ def test_reproductions_raise_and_clean_runs_lower_the_probability() -> None:
 
 def test_unfitted_priors_are_weak_defaults() -> None:
     priors = fit_priors([])
-    assert priors.cases == 0 and priors.base_rate == pytest.approx(0.1)
+    assert priors.cases == 0 and priors.base_rate == 0.5
     assert priors.flake.mean == pytest.approx(0.1)
     assert all(lr == (0.0, 0.0) for lr in priors.feature_log_lr.values())
-
-
-def test_a_new_store_needs_more_than_one_repeat_for_a_regression() -> None:
-    # Most failures in CI are flakes: with nothing fitted yet one reproduction leaves a
-    # case below even odds, four in a row make it a regression, and one of five is a flake.
-    new = fit_priors([])
-    assert new.posterior({}, k=1, n=1) < 0.5 < POLICY.upper < new.posterior({}, k=4, n=4)
-    assert new.posterior({}, k=1, n=5) < POLICY.lower < EVEN.posterior({}, k=1, n=5)
 
 
 def test_priors_are_fitted_from_past_cases() -> None:
@@ -107,7 +95,7 @@ def test_priors_are_fitted_from_past_cases() -> None:
     regressions = [PastCase(p=0.99, k=2, n=2, features={"open_bug": False}) for _ in range(10)]
     priors = fit_priors(flakes + regressions)
     assert priors.cases == 40
-    assert priors.base_rate == pytest.approx((10 * 0.99 + 30 * 0.01 + 1) / 50)
+    assert priors.base_rate == pytest.approx((10 * 0.99 + 30 * 0.01 + 1) / 42)
     assert priors.flake.mean == pytest.approx(0.1)  # 90 runs of flakes, none reproduced: floor
     assert priors.regression.mean > 0.8
     on, off = priors.feature_log_lr["open_bug"]
@@ -132,7 +120,7 @@ def test_rates_are_fitted_from_verdicts_when_known() -> None:
     by_verdict = fit_priors(confident + undecided)
     by_p = fit_priors(confident + [replace(c, regression=None) for c in undecided])
     assert by_verdict.regression.mean > 0.9 > by_p.regression.mean
-    assert by_verdict.base_rate == pytest.approx((10 + 1) / (30 + 10))
+    assert by_verdict.base_rate == pytest.approx((10 + 1) / (30 + 2))
 
 
 def test_a_fact_is_fitted_against_the_retrigger_only_probability() -> None:
@@ -152,7 +140,7 @@ def test_a_fact_is_fitted_against_the_retrigger_only_probability() -> None:
 
 def test_history_cannot_outweigh_retriggers_alone() -> None:
     strong = {name: (5.0, 5.0) for name in history_module.FEATURES}
-    priors = Priors(base_rate=0.5, feature_log_lr=strong)
+    priors = Priors(feature_log_lr=strong)
     features = dict.fromkeys(history_module.FEATURES, True)
     assert priors.prior_log_odds(features) == pytest.approx(math.log(20.0))
 
@@ -173,7 +161,7 @@ def test_first_wave_without_history_is_small() -> None:
     assert 1 <= decision.retriggers < 5
     assert decision.p_regression == pytest.approx(0.5)
     # just enough: one run fewer could not have decided either way
-    priors, size = EVEN, decision.retriggers
+    priors, size = Priors(), decision.retriggers
     assert priors.posterior({}, k=size - 1, n=size - 1) < POLICY.upper
     assert priors.posterior({}, k=0, n=size - 1) > POLICY.lower or size - 1 < 2
 
@@ -182,9 +170,7 @@ def test_no_regression_before_a_retrigger_reproduced() -> None:
     # Clean for 20 pushes, failing on both other configurations of this push: history
     # alone says regression, yet the verdict waits for a reproduction on this push.
     quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(20, 0, -1))
-    history = CaseHistory(
-        earlier=(*quiet, EarlierRuns(0, other_runs=2, other_shown=2)), priors=EVEN
-    )
+    history = CaseHistory(earlier=(*quiet, EarlierRuns(0, other_runs=2, other_shown=2)))
     first = POLICY.decide(case(history=history))
     assert first.p_regression is not None and first.p_regression >= POLICY.upper
     assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 1
@@ -193,7 +179,7 @@ def test_no_regression_before_a_retrigger_reproduced() -> None:
     # before, stays a regression though five retriggers were lucky.
     since = same_configuration((False,) * 20 + (True, True, False, True, True, True, True))
     clean = [done(f"r{i}") for i in range(5)]
-    decision = POLICY.decide(case(*clean, history=CaseHistory(earlier=since, priors=EVEN)))
+    decision = POLICY.decide(case(*clean, history=CaseHistory(earlier=since)))
     assert decision.p_regression is not None and decision.p_regression >= POLICY.at_cap
     assert decision.verdict is Verdict.REGRESSION and "all 6 runs used" in decision.reason
 
@@ -242,16 +228,16 @@ def test_another_configuration_failing_speeds_up_a_regression() -> None:
 
 
 def test_earlier_runs_on_the_configuration_tell_a_regression_from_a_flake() -> None:
-    priors = EVEN
+    priors = Priors()
     clean_then_failing = same_configuration((False,) * 6 + (True, True, True))
     scattered = same_configuration((True,) + (False,) * 5 + (True,) + (False,) * 5)
     assert priors.posterior({}, k=0, n=0, earlier=clean_then_failing) > 0.95
     assert priors.posterior({}, k=0, n=0, earlier=scattered) < 0.1  # prior 0.5
     # a streak: a regression on the first reproduction
-    history = CaseHistory(earlier=clean_then_failing, priors=EVEN)
+    history = CaseHistory(earlier=clean_then_failing)
     assert POLICY.decide(case(done("r1", A), history=history)).verdict is Verdict.REGRESSION
     # scattered failures: two clean retriggers settle it as a flake
-    history = CaseHistory(earlier=scattered, priors=EVEN)
+    history = CaseHistory(earlier=scattered)
     decision = POLICY.decide(case(done("r1"), done("r2"), history=history))
     assert decision.verdict is Verdict.INTERMITTENT
     assert decision.to_dict()["history"]["earlier_runs"] == [e.to_list() for e in scattered]
@@ -267,7 +253,7 @@ def test_other_configurations_tell_a_flake_from_a_regression() -> None:
             for ago in range(30, 0, -1)
         )
 
-    priors = EVEN
+    priors = Priors()
     scattered = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: ago % 6 == 0))
     recent = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: ago <= 3))
     alone = priors.posterior({}, k=1, n=2, earlier=history(lambda ago: False))
@@ -275,7 +261,7 @@ def test_other_configurations_tell_a_flake_from_a_regression() -> None:
 
 
 def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
-    priors = EVEN
+    priors = Priors()
     clean = same_configuration((False,) * 12)
     assert priors.posterior({}, k=1, n=1, earlier=clean) >= priors.posterior({}, k=1, n=1) - 0.01
 

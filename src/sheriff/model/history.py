@@ -13,7 +13,7 @@ gave), starting from weak defaults, never from scenario files:
     >>> from sheriff.model.history import CaseHistory, PastCase, fit_priors
     >>> priors = fit_priors([PastCase(p=0.9, k=2, n=2), PastCase(p=0.05, k=0, n=2)])
     >>> round(priors.base_rate, 2)
-    0.16
+    0.49
     >>> history = CaseHistory(features={"open_bug": True}, priors=priors)
     >>> 0.0 < history.priors.posterior(history.features, k=0, n=1) < 0.5
     True
@@ -64,13 +64,8 @@ FEATURES = (
     "open_bug",  # every failure line has an open intermittent bug in the bug suggestions
 )
 
-# Weak defaults, worth a few cases or runs, so that early pushes decide mostly on retriggers.
-# Beta pseudo-counts of regressions and intermittents, worth ten cases: most failures in
-# CI are flakes, and the first verdicts of a new store are biased toward regressions, the
-# cases that reproduced at once and so decided first (fitted from them with a default
-# worth two cases, the base rate was 0.76 after 43 cases on a drawn world whose failures
-# were mostly flakes, and flakes that repeated once on its first pushes became regressions).
-_DEFAULT_BASE = (1.0, 9.0)
+# Weak defaults, worth a few cases each, so that early pushes decide on retriggers alone.
+_DEFAULT_BASE = (1.0, 1.0)  # Beta pseudo-counts of regressions and intermittents
 _DEFAULT_FLAKE = (1.0, 10.0)  # pseudo reproductions, pseudo runs: a flake repeats ~10%
 _DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
 # Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
@@ -79,9 +74,9 @@ _FLAKE_SPREAD = 20.0
 # The flake repeat rate is fitted from the policy's own intermittent verdicts, and the
 # flakes that repeated most are the ones it called regressions, left out of that fit: the
 # fit is biased low, and a low flake rate turns the next flake that repeats into a
-# regression too (on a drawn world, with the base rate's default above, the fit fell to
-# 0.03 while its flakes repeated 27 % of the time, and the fitted base rate rose to 0.86).
-# It never goes below the default's mean.
+# regression too (on a drawn world where flakes repeated 27 % of the time it fell to 0.03
+# and the fitted base rate rose to 0.86; on another, held at 0.1 instead of 0.08, 35 false
+# regressions became 5). It never goes below the default's mean.
 _FLAKE_FLOOR = _DEFAULT_FLAKE[0] / _DEFAULT_FLAKE[1]
 # A test that does not fail through a flake of its own (before a regression, or on the
 # configurations a flake does not touch) is one of many, nearly all never flaky: flaky
@@ -154,7 +149,7 @@ class RateDistribution:
 class Priors:
     """What the fleet's history says: base rate, retrigger rates, the facts' likelihood ratios."""
 
-    base_rate: float = _DEFAULT_BASE[0] / sum(_DEFAULT_BASE)
+    base_rate: float = 0.5
     flake: RateDistribution = RateDistribution(2.0, 18.0)
     regression: RateDistribution = RateDistribution(1.6, 0.4)
     feature_log_lr: Mapping[str, tuple[float, float]] = field(default_factory=dict)
