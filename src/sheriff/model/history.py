@@ -74,9 +74,10 @@ _FLAKE_SPREAD = 20.0
 # The flake repeat rate is fitted from the policy's own intermittent verdicts, and the
 # flakes that repeated most are the ones it called regressions, left out of that fit: the
 # fit is biased low, and a low flake rate turns the next flake that repeats into a
-# regression too (on a drawn world where flakes repeated 27 % of the time it fell to 0.03
-# and the fitted base rate rose to 0.86; on another, held at 0.1 instead of 0.08, 35 false
-# regressions became 5). It never goes below the default's mean.
+# regression too (on a drawn world whose flakes repeat 27 % of the time, with a base-rate
+# default worth ten cases at 0.1, it fell to 0.03 and the fitted base rate rose to 0.86; on
+# another, held at 0.1 instead of 0.08, 35 false regressions became 5). It never goes
+# below the default's mean.
 _FLAKE_FLOOR = _DEFAULT_FLAKE[0] / _DEFAULT_FLAKE[1]
 # A test that does not fail through a flake of its own (before a regression, or on the
 # configurations a flake does not touch) is one of many, nearly all never flaky: flaky
