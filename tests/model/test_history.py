@@ -266,6 +266,18 @@ def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
     assert priors.posterior({}, k=1, n=1, earlier=clean) >= priors.posterior({}, k=1, n=1) - 0.01
 
 
+def test_a_test_failing_often_since_the_first_known_push_is_no_regression_here() -> None:
+    # A test that failed about two runs in three on every push sheriff knows: nothing shows
+    # it ever passed, so nothing shows a change (world 20261211-12 called such a flake a
+    # regression on push after push). The same failures after a clean stretch are one.
+    often = (True, True, False, True, False, True, True, False, True, True)
+    priors = Priors()
+    since_the_start = same_configuration(often)
+    after_clean = same_configuration((False,) * 6 + often)
+    assert priors.posterior({}, k=2, n=3, earlier=since_the_start) < 0.5
+    assert priors.posterior({}, k=2, n=3, earlier=after_clean) > 0.95
+
+
 def test_at_the_cap_a_regression_needs_p_at_least_at_cap() -> None:
     # Two of five reproduced: the seed rule's regression. A fleet where regressions are
     # rare and flakes repeat often makes that an intermittent; one where regressions are

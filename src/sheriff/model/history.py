@@ -172,8 +172,9 @@ class Priors:
         other configurations of this push. Under I the test is flaky: on every
         configuration at one rate f, or on this one only, the others failing like any test
         (`_quiet`); half the weight each. Under R a regression landed on some push c (half
-        the weight on this push, the other half spread over the earlier pushes with runs):
-        runs before c fail like any test, runs from c on at the regression's rate, on
+        the weight on this push, the other half spread over the earlier pushes with runs
+        that have runs before them): runs before c fail like any test, runs from c on at
+        the regression's rate, on
         every configuration or on this one only (half the weight each). So a test clean
         until lately and failing since looks like a regression; failures scattered over
         clean runs, here or on other configurations, like a flake.
@@ -195,6 +196,12 @@ class Priors:
             after_other[0] += entry.other_shown
             after_other[1] += entry.other_runs
             if entry.ago == 0 or not (entry.runs or entry.other_runs):
+                continue
+            if after_same[1] + after_other[1] >= same[1] + other[1]:
+                # A change point with no run before it: nothing shows that the test ever
+                # passed, so nothing shows a change. A test failing often since the first
+                # push sheriff knows is what a flake with a high rate does; as a regression
+                # "landed before the window" it was called one on push after push.
                 continue
             wide.append(self._change_point(same, other, after_same, after_other))
             alone.append(self._change_point(same, other, after_same, None))
