@@ -174,10 +174,9 @@ class Priors:
         (`_quiet`); half the weight each. Under R a regression landed on some push c (half
         the weight on this push, the other half spread over the earlier pushes with runs
         that have runs before them): runs before c fail like any test, runs from c on at
-        the regression's rate, on
-        every configuration or on this one only (half the weight each). So a test clean
-        until lately and failing since looks like a regression; failures scattered over
-        clean runs, here or on other configurations, like a flake.
+        the regression's rate, on every configuration or on this one only (half the weight
+        each). So a test clean until lately and failing since looks like a regression;
+        failures scattered over clean runs, here or on other configurations, like a flake.
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
         same = (k + sum(e.shown for e in pushes), n + sum(e.runs for e in pushes))
