@@ -159,10 +159,11 @@ class Settings(BaseSettings):
     runs_wanted: int = 6  # original + 5 retriggers
     regression_min_reproductions: int = 2
     # The `history` policy's thresholds on P(regression), and the clean retriggers an
-    # intermittent verdict needs (docs/history-policy.md).
+    # intermittent verdict needs, without and with an open bug (docs/history-policy.md).
     history_upper: float | None = None
     history_lower: float | None = None
     history_min_clean_runs: int | None = None
+    history_min_clean_runs_with_bug: int | None = None
     history_at_cap: float | None = None
     # A run whose log Treeherder has not parsed this long after the run ended (or could
     # not parse at all) has its live_backing.log read by sheriff itself.

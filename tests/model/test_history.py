@@ -209,12 +209,35 @@ def test_clean_runs_make_an_intermittent_only_after_min_clean_runs() -> None:
     assert two.verdict is Verdict.INTERMITTENT
 
 
-def test_an_open_intermittent_bug_may_decide_without_retriggers() -> None:
+def test_an_open_intermittent_bug_decides_after_one_clean_retrigger() -> None:
     priors = Priors(base_rate=0.2, feature_log_lr={"open_bug": (math.log(0.05), 0.0)})
     history = CaseHistory(features={"open_bug": True}, priors=priors)
-    decision = POLICY.decide(case(history=history))
+    # The bug alone brings P below `lower`, and sheriff never saw the test fail: a
+    # regression may keep the bug's failure line, one retrigger must show the test passes.
+    first = POLICY.decide(case(history=history))
+    assert first.p_regression <= POLICY.lower
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 1
+    decision = POLICY.decide(case(done("r1"), history=history))
     assert decision.verdict is Verdict.INTERMITTENT
     assert decision.p_regression <= POLICY.lower
+    # The retrigger failed the same way: no intermittent verdict on the bug's word.
+    again = POLICY.decide(case(done("r1", A), history=history))
+    assert again.verdict is not Verdict.INTERMITTENT
+    # A deployment may still trust its bugs outright.
+    trusting = HistoryPolicy(min_clean_runs_with_bug=0)
+    assert trusting.decide(case(history=history)).verdict is Verdict.INTERMITTENT
+
+
+def test_an_open_bug_and_failures_on_earlier_pushes_decide_without_retriggers() -> None:
+    # The bug and sheriff's own record of the test failing now and then both say flake.
+    priors = Priors(base_rate=0.2, feature_log_lr={"open_bug": (math.log(0.05), 0.0)})
+    scattered = same_configuration((True,) + (False,) * 5 + (True,) + (False,) * 5)
+    known = CaseHistory(features={"open_bug": True}, priors=priors, earlier=scattered)
+    decision = POLICY.decide(case(history=known))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.p_regression <= POLICY.lower
+    # Without the bug the same record still needs its clean retriggers.
+    unknown = replace(known, features={"open_bug": False})
+    assert POLICY.decide(case(history=unknown)).kind is DecisionKind.RETRIGGER
 
 
 def test_another_configuration_failing_speeds_up_a_regression() -> None:
@@ -335,6 +358,7 @@ def test_evidence_says_why() -> None:
         "upper": 0.98,
         "at_cap": 0.8,
         "min_clean_runs": 2,
+        "min_clean_runs_with_bug": 1,
     }
     assert h["priors"]["cases"] == 0 and "P(regression)" in data["reason"]
 
@@ -345,7 +369,14 @@ def test_seed_decisions_are_unchanged_in_form() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"upper": 0.4}, {"lower": 0.6}, {"lower": 0.0}, {"min_clean_runs": -1}]
+    "bad",
+    [
+        {"upper": 0.4},
+        {"lower": 0.6},
+        {"lower": 0.0},
+        {"min_clean_runs": -1},
+        {"min_clean_runs_with_bug": -1},
+    ],
 )
 def test_bad_thresholds_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError):

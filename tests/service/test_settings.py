@@ -91,3 +91,21 @@ def test_open_cases_passes_never_expire_in_the_queue() -> None:
         app.set_current()  # make_app made its app the current one
     assert schedule["open-cases"]["schedule"] == 5
     assert "expires" not in schedule["open-cases"].get("options", {})
+
+
+def test_the_history_thresholds_come_from_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sheriff.model.history import HistoryPolicy
+    from sheriff.triage.engine import policy_named
+
+    (tmp_path / "sheriff.toml").write_text("[sheriff]\n")
+    monkeypatch.setenv("SHERIFF_CONFIG", str(tmp_path / "sheriff.toml"))
+    monkeypatch.setenv("SHERIFF_HISTORY_MIN_CLEAN_RUNS_WITH_BUG", "0")
+    monkeypatch.setenv("SHERIFF_HISTORY_AT_CAP", "0.9")
+    policy = policy_named("history", load_settings())
+    assert isinstance(policy, HistoryPolicy)
+    assert (policy.min_clean_runs_with_bug, policy.at_cap, policy.min_clean_runs) == (0, 0.9, 2)
+    monkeypatch.setenv("SHERIFF_HISTORY_MIN_CLEAN_RUNS_WITH_BUG", "-1")
+    with pytest.raises(ConfigError, match="min_clean_runs"):
+        policy_named("history", load_settings())

@@ -413,7 +413,8 @@ class HistoryPolicy:
         "fitted from earlier cases). Regression once P >= upper, intermittent once P <= "
         "lower; retriggers go out in waves just large enough that the verdict could be due; "
         "an intermittent verdict needs min_clean_runs retriggers that did not reproduce "
-        "unless every line has an open intermittent bug, and never comes once "
+        "(none when every line has an open intermittent bug and showed on an earlier push, "
+        "min_clean_runs_with_bug when only the bug says so), and never comes once "
         "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
         "P >= at_cap (a false regression costs four times a missed one). An original "
@@ -428,15 +429,23 @@ class HistoryPolicy:
     # times what a missed one costs (the next pushes fail again and reopen it), so the
     # verdict that costs less on average is regression only from 4 / (4 + 1) = 0.8.
     at_cap: float = 0.8
-    # An intermittent verdict needs at least this many retriggers that did not reproduce,
-    # unless every line has an open intermittent bug: history alone cannot tell a flaky
-    # test from an intermittent regression that has been failing now and then since it
-    # landed, and only retriggers catch those.
+    # An intermittent verdict needs at least this many retriggers that did not reproduce:
+    # history alone cannot tell a flaky test from an intermittent regression that has been
+    # failing now and then since it landed, and only retriggers catch those.
     min_clean_runs: int = 2
+    # ... and this many when every line has an open intermittent bug but sheriff never saw
+    # the line fail on an earlier push (with such failures too, none: `_clean_needed`).
+    # Bug suggestions are a search of bug summaries by file name; on their word alone a
+    # regression in a test with a bug, which may keep the bug's failure line, would be
+    # called intermittent without a run.
+    min_clean_runs_with_bug: int = 1
 
     def __post_init__(self) -> None:
-        if self.min_clean_runs < 0:
-            raise ValueError(f"min_clean_runs is negative: {self.min_clean_runs}")
+        if self.min_clean_runs < 0 or self.min_clean_runs_with_bug < 0:
+            raise ValueError(
+                "min_clean_runs is negative: "
+                f"{self.min_clean_runs}, {self.min_clean_runs_with_bug} with an open bug"
+            )
         if not 0.0 < self.lower < 0.5 < self.upper < 1.0:
             raise ValueError(
                 "thresholds must satisfy 0 < lower < 0.5 < upper < 1, "
@@ -494,11 +503,11 @@ class HistoryPolicy:
         p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
         said = f" ({_short(history.facts['line'])})" if "line" in history.facts else ""
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced{said}"
-        known_flake = every_line_known
+        clean_needed = self._clean_needed(every_line_known, history.earlier)
         # No intermittent verdict before the cap once the seed rule's reproductions are in:
         # such a case spends every run, and then the model weighs them.
         enough = any_line < evidence.min_reproductions and (
-            known_flake or n - k >= min(self.min_clean_runs, evidence.runs_wanted - 1)
+            n - k >= min(clean_needed, evidence.runs_wanted - 1)
         )
         # No regression verdict before the cap until a retrigger reproduced the failure on
         # this push: history says where to look, a reproduction confirms (and a regression
@@ -510,7 +519,7 @@ class HistoryPolicy:
         # At the cap, without a reproduction here, only a line that showed on earlier pushes
         # too makes a regression: a failure of several configurations of one push, clean
         # before and not reproduced, is what a flaky test with a high rate does.
-        shown_before = any(e.ago >= 1 and (e.shown or e.other_shown) for e in history.earlier)
+        shown_before = _shown_before(history.earlier)
         if (p >= self.upper and confirmed) or (p <= self.lower and enough):
             verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
             bound = f">= {self.upper}" if p >= self.upper else f"<= {self.lower}"
@@ -687,7 +696,7 @@ class HistoryPolicy:
         earlier: Sequence[EarlierRuns] = (),
     ) -> int:
         """The fewest runs after which either unanimous outcome would give a verdict."""
-        floor = 0 if features.get("open_bug") else self.min_clean_runs
+        floor = self._clean_needed(bool(features.get("open_bug")), earlier)
         for size in range(1, room + 1):
             up = priors.posterior(features, k=k + size, n=n + size, earlier=earlier)
             down = priors.posterior(features, k=k, n=n + size, earlier=earlier)
@@ -695,6 +704,13 @@ class HistoryPolicy:
             if up >= self.upper or (down <= self.lower and clean_enough):
                 return size
         return room
+
+    def _clean_needed(self, open_bug: bool, earlier: Sequence[EarlierRuns]) -> int:
+        """Retriggers that did not reproduce an intermittent verdict needs: none when an
+        open bug and the test's own failures on earlier pushes both say it flakes."""
+        if not open_bug:
+            return self.min_clean_runs
+        return 0 if _shown_before(earlier) else self.min_clean_runs_with_bug
 
     def _decision(
         self,
@@ -730,6 +746,7 @@ class HistoryPolicy:
                 "upper": self.upper,
                 "at_cap": self.at_cap,
                 "min_clean_runs": self.min_clean_runs,
+                "min_clean_runs_with_bug": self.min_clean_runs_with_bug,
             },
             "priors": priors.to_dict(),
         }
@@ -784,6 +801,11 @@ def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:
         tail = sum(math.comb(n, i) * mid**i * (1 - mid) ** (n - i) for i in range(k, n + 1))
         low, high = (mid, high) if tail < 1 - sure else (low, mid)
     return low
+
+
+def _shown_before(earlier: Sequence[EarlierRuns]) -> bool:
+    """Whether the line showed on an earlier push, on any configuration."""
+    return any(e.ago >= 1 and (e.shown or e.other_shown) for e in earlier)
 
 
 def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:
@@ -846,16 +868,17 @@ def configured(
     lower: float | None = None,
     min_clean_runs: int | None = None,
     at_cap: float | None = None,
+    min_clean_runs_with_bug: int | None = None,
 ) -> HistoryPolicy:
     """The history policy with other thresholds (settings), validated."""
-    base = HistoryPolicy()
-    return replace(
-        base,
-        upper=base.upper if upper is None else upper,
-        lower=base.lower if lower is None else lower,
-        min_clean_runs=base.min_clean_runs if min_clean_runs is None else min_clean_runs,
-        at_cap=base.at_cap if at_cap is None else at_cap,
-    )
+    given = {
+        "upper": upper,
+        "lower": lower,
+        "min_clean_runs": min_clean_runs,
+        "at_cap": at_cap,
+        "min_clean_runs_with_bug": min_clean_runs_with_bug,
+    }
+    return replace(HistoryPolicy(), **{k: v for k, v in given.items() if v is not None})
 
 
 def _log_half_sum(x: float, y: float) -> float:

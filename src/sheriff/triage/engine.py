@@ -127,6 +127,7 @@ def policy_named(name: str, settings: Settings | None = None) -> Policy:
                 settings.history_lower,
                 settings.history_min_clean_runs,
                 settings.history_at_cap,
+                settings.history_min_clean_runs_with_bug,
             )
         return get_policy(name)
     except UnknownPolicyError as exc:
