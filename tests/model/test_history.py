@@ -97,7 +97,7 @@ def test_priors_are_fitted_from_past_cases() -> None:
     assert priors.cases == 40
     assert priors.base_rate == pytest.approx((10 * 0.99 + 30 * 0.01 + 1) / 42)
     assert priors.flake.mean == pytest.approx(0.1)  # 90 runs of flakes, none reproduced: floor
-    assert priors.regression.mean > 0.8
+    assert priors.regression.mean == pytest.approx(0.8)  # all reproduced: the ceiling
     on, off = priors.feature_log_lr["open_bug"]
     assert on < 0 < off  # an open intermittent bug speaks for a flake
 
@@ -112,6 +112,18 @@ def test_the_flake_rate_is_never_fitted_below_its_default() -> None:
     assert fit_priors(noisy).flake.mean == pytest.approx((400 + 1) / (1000 + 10))
 
 
+def test_the_regression_rate_is_never_fitted_above_its_default() -> None:
+    # The policy's regression verdicts are the regressions that repeated (those that did
+    # not were called intermittent and are left out): fitted from them alone the rate
+    # would rise toward one and make the next regression that passes a retrigger a flake.
+    loud = [PastCase(p=0.99, k=5, n=5, regression=True) for _ in range(200)]
+    assert fit_priors(loud).regression.mean == pytest.approx(0.8)
+    # One clean retrigger then weighs what a fifth of a regression's runs passing says.
+    assert math.exp(fit_priors(loud).regression.log_likelihood(0, 1)) == pytest.approx(0.2)
+    half = [PastCase(p=0.99, k=3, n=5, regression=True) for _ in range(200)]
+    assert fit_priors(half).regression.mean == pytest.approx((600 + 2.4) / (1000 + 3))
+
+
 def test_rates_are_fitted_from_verdicts_when_known() -> None:
     # Cases left between the bounds at the cap (P 0.7, one of five reproduced) count where
     # their verdict put them: they no longer drag a regression's repeat rate down.
@@ -119,7 +131,8 @@ def test_rates_are_fitted_from_verdicts_when_known() -> None:
     undecided = [PastCase(p=0.7, k=1, n=5, regression=False) for _ in range(20)]
     by_verdict = fit_priors(confident + undecided)
     by_p = fit_priors(confident + [replace(c, regression=None) for c in undecided])
-    assert by_verdict.regression.mean > 0.9 > by_p.regression.mean
+    assert by_verdict.regression.mean == pytest.approx(0.8)  # the ceiling
+    assert by_p.regression.mean < 0.5
     assert by_verdict.base_rate == pytest.approx((10 + 1) / (30 + 2))
 
 

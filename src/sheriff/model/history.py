@@ -84,6 +84,13 @@ _FLAKE_FLOOR = _DEFAULT_FLAKE[0] / _DEFAULT_FLAKE[1]
 # with this chance, else never failing.
 _FLAKY_SHARE = 0.1
 _REGRESSION_SPREAD = 2.0
+# The regression repeat rate is fitted from the policy's own regression verdicts, and the
+# regressions that repeated least are the ones it called intermittent, left out of that
+# fit: biased high, and a high rate turns the next regression that passes a retrigger
+# into an intermittent too (a play of world 20261212-23 fitted a mean of 0.95; two clean
+# retriggers then made a regression failing 28 % of runs an intermittent at P = 0.001). It
+# never goes above the default's mean, as the flake rate never goes below its own.
+_REGRESSION_CEILING = _DEFAULT_REGRESSION[0] / _DEFAULT_REGRESSION[1]
 _FEATURE_SMOOTHING = 0.5  # Jeffreys
 # Naive Bayes is overconfident on correlated facts: each fact, and all of them together,
 # may move the odds at most this much; retriggers always have the last word.
@@ -334,7 +341,10 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
         floor=_FLAKE_FLOOR,
     )
     regression = _fit_rate(
-        [(_verdict(c), c.k, c.n) for c in agreed], _DEFAULT_REGRESSION, _REGRESSION_SPREAD
+        [(_verdict(c), c.k, c.n) for c in agreed],
+        _DEFAULT_REGRESSION,
+        _REGRESSION_SPREAD,
+        ceiling=_REGRESSION_CEILING,
     )
     lrs: dict[str, tuple[float, float]] = {}
     for name in FEATURES:
@@ -385,6 +395,7 @@ def _fit_rate(
     default: tuple[float, float],
     concentration: float,
     floor: float = 0.005,
+    ceiling: float = 0.995,
 ) -> RateDistribution:
     """Beta with the pooled reproduction rate (plus a weak default) as its mean.
 
@@ -395,7 +406,7 @@ def _fit_rate(
     k0, n0 = default
     hits = sum(w * k for w, k, _ in weighted) + k0
     runs = sum(w * n for w, _, n in weighted) + n0
-    mean = min(max(hits / runs, floor), 0.995)
+    mean = min(max(hits / runs, floor), ceiling)
     return RateDistribution(mean * concentration, (1 - mean) * concentration)
 
 
