@@ -530,7 +530,7 @@ class HistoryPolicy:
         # At the cap, without a reproduction here, only a line that showed on earlier pushes
         # too makes a regression: a failure of several configurations of one push, clean
         # before and not reproduced, is what a flaky test with a high rate does.
-        shown_before = _shown_before(history.earlier)
+        shown_before = failed_before(history.earlier)[0] > 0
         if (p >= self.upper and confirmed) or (p <= self.lower and enough):
             verdict = Verdict.REGRESSION if p >= self.upper else Verdict.INTERMITTENT
             bound = f">= {self.upper}" if p >= self.upper else f"<= {self.lower}"
@@ -721,7 +721,7 @@ class HistoryPolicy:
         open bug and the test's own failures on earlier pushes both say it flakes."""
         if not open_bug:
             return self.min_clean_runs
-        return 0 if _shown_before(earlier) else self.min_clean_runs_with_bug
+        return 0 if failed_before(earlier)[0] else self.min_clean_runs_with_bug
 
     def _decision(
         self,
@@ -812,11 +812,6 @@ def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:
         tail = sum(math.comb(n, i) * mid**i * (1 - mid) ** (n - i) for i in range(k, n + 1))
         low, high = (mid, high) if tail < 1 - sure else (low, mid)
     return low
-
-
-def _shown_before(earlier: Sequence[EarlierRuns]) -> bool:
-    """Whether the line showed on an earlier push, on any configuration."""
-    return any(e.ago >= 1 and (e.shown or e.other_shown) for e in earlier)
 
 
 def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:

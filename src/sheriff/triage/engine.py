@@ -123,11 +123,11 @@ def policy_named(name: str, settings: Settings | None = None) -> Policy:
     try:
         if name == "history" and settings is not None:
             return history_policy(
-                settings.history_upper,
-                settings.history_lower,
-                settings.history_min_clean_runs,
-                settings.history_at_cap,
-                settings.history_min_clean_runs_with_bug,
+                upper=settings.history_upper,
+                lower=settings.history_lower,
+                min_clean_runs=settings.history_min_clean_runs,
+                at_cap=settings.history_at_cap,
+                min_clean_runs_with_bug=settings.history_min_clean_runs_with_bug,
             )
         return get_policy(name)
     except UnknownPolicyError as exc:
