@@ -1,6 +1,6 @@
 """What counts as a reproduction in a backfill run (sheriff.backfill.evidence)."""
 
-from sheriff.backfill.evidence import reproduces
+from sheriff.backfill.evidence import RunView, classify, reproduces
 
 TEST = "dom/base/test/test_popup.html"
 NEW = f"TEST-UNEXPECTED-TIMEOUT | {TEST} | Test timed out after <duration>"
@@ -32,3 +32,13 @@ def test_a_timeout_report_counts_for_the_timeout_regression_whose_culprit_it_nam
     # Naming neither, it counts (wrong) against both.
     stray = {**report, "culprit_revision": "c5"}
     assert report_claims(stray, late, both) and report_claims(stray, early, both)
+
+
+def test_a_backfill_run_that_failed_without_a_failure_line_is_unknown() -> None:
+    def run(result: str, lines: list[str] | None) -> RunView:
+        return RunView(1, 1, "completed", result, "backfill", "parsed", lines)
+
+    assert classify(run("testfailed", []), [NEW], [TEST]) == "unknown"  # a storm: infra
+    assert classify(run("testfailed", [OLD]), [NEW], [TEST]) == "clean"
+    assert classify(run("testfailed", [NEW]), [NEW], [TEST]) == "reproduced"
+    assert classify(run("success", []), [NEW], [TEST]) == "clean"

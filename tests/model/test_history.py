@@ -222,6 +222,20 @@ def test_clean_runs_make_an_intermittent_only_after_min_clean_runs() -> None:
     assert two.verdict is Verdict.INTERMITTENT
 
 
+def test_retriggers_that_failed_without_a_failure_are_not_clean_runs() -> None:
+    priors = Priors(base_rate=0.01)
+    history = CaseHistory(priors=priors)
+    storm = [
+        RunEvidence(f"s{i}", resolved=True, result="testfailed", lines_known=True) for i in range(2)
+    ]
+    # Two clean retriggers would make it intermittent; two storm failures are no evidence.
+    decision = POLICY.decide(case(*storm, history=history))
+    assert decision.verdict is None and decision.kind is DecisionKind.RETRIGGER
+    assert decision.details["n"] == 0 and decision.evidence.void == ("s0", "s1")
+    both = POLICY.decide(case(*storm, done("r1"), done("r2"), history=history))
+    assert both.verdict is Verdict.INTERMITTENT and both.details["n"] == 2
+
+
 def test_an_open_intermittent_bug_decides_after_one_clean_retrigger() -> None:
     priors = Priors(base_rate=0.2, feature_log_lr={"open_bug": (math.log(0.05), 0.0)})
     history = CaseHistory(features={"open_bug": True}, priors=priors)

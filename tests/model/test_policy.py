@@ -158,6 +158,28 @@ def test_void_runs_count_as_runs_but_never_as_reproductions() -> None:
     assert decision.evidence.runs_counted == 3
 
 
+def test_a_run_that_failed_without_a_failure_is_void() -> None:
+    # A worker pool's storm fails tasks before or beside any test: no failure line, no
+    # crash, no failed test in the errorsummary. Such a run says nothing about the test.
+    def failed(task_id: str, *lines: str, **kw: object) -> RunEvidence:
+        return RunEvidence(task_id, resolved=True, result="testfailed", lines_known=True,
+                           failure_lines=lines, **kw)  # type: ignore[arg-type]  # fmt: skip
+
+    group_only = (StructuredFailure("dom/a/mochitest.toml", None, "ERROR", FailureKind.GROUP),)
+    storm = failed("s1"), failed("s2", structured_failures=group_only)
+    assert all(run.void and run.failed_without_a_failure for run in storm)
+    crash = failed("c1", crash_lines=("PROCESS-CRASH | application crashed [@ Foo]",))
+    by_summary = failed("e1", structured_failures=(StructuredFailure("a.js", None, "FAIL"),))
+    other_test = failed("o1", C)
+    assert not any(run.void for run in (crash, by_summary, other_test))
+    unread = RunEvidence("u1", resolved=True, result="testfailed")  # lines still to come
+    assert not unread.void and not unread.settled
+    decision = SEED.decide(case(*storm, done("r1", A), done("r2"), done("r3", A)))
+    assert decision.evidence.void == ("s1", "s2")
+    assert decision.evidence.runs_counted == 4
+    assert decision.verdict is Verdict.REGRESSION  # the seed rule's count is unchanged
+
+
 def test_every_existing_run_counts_even_beyond_six() -> None:
     runs = [done(f"r{i}") for i in range(7)] + [done("p1", A, sheriff=False), done("p2", B)]
     assert SEED.decide(case(*runs)).verdict is Verdict.REGRESSION

@@ -133,6 +133,19 @@ def test_a_failing_streak_on_the_same_configuration(engine) -> None:
     assert streak > scattered  # failing since a push looks more like a regression
 
 
+def test_an_earlier_run_that_failed_without_a_failure_line_is_no_run(engine) -> None:
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], []),  # failed without a line (a storm): says nothing
+            (1, "bc1", LINUX, [A], None),
+            (2, "bc1", WIN, [A], []),
+            (3, "bc1", LINUX, [A], [LINE]),
+        ],
+    )
+    assert history_of(engine, ids[-1]).earlier == (EarlierRuns(2, runs=1, shown=0),)
+
+
 def test_a_new_failure_has_no_history(engine) -> None:
     ids = load(engine, [(0, "bc1", LINUX, [A], None), (1, "bc1", LINUX, [A], [LINE])])
     with engine.begin() as conn:

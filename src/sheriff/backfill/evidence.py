@@ -113,8 +113,8 @@ def classify(run: RunView, lines: Sequence[str], tests: Sequence[str]) -> str:
         return "unknown"  # exception, retry, cancelled: says nothing about the regression
     if not lines and not tests:
         return "reproduced"  # a manual request without known failure lines: any failure
-    if not run_lines_known(run.parse_status, run.failure_lines):
-        return "unknown"
+    if not run_lines_known(run.parse_status, run.failure_lines) or not run.failure_lines:
+        return "unknown"  # not parsed, or failed without a failure line: infrastructure
     return "reproduced" if reproduces(run.failure_lines, lines, tests) else "clean"
 
 

@@ -39,7 +39,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from sheriff.model.case import CaseState
-from sheriff.model.errorsummary import StructuredFailure, failures_from_errorsummary
+from sheriff.model.errorsummary import FailureKind, StructuredFailure, failures_from_errorsummary
 from sheriff.model.failure_lines import LineKind, failure_lines_from_bug_suggestions
 
 __all__ = [
@@ -78,6 +78,8 @@ VOID_RESULTS = frozenset({"exception", "retry", "usercancel", "canceled", "super
 
 # Taskcluster's resolved task states, as the results Treeherder shows for a test task.
 _TASK_RESULTS = {"completed": "success", "failed": "testfailed", "exception": "exception"}
+# Errorsummary records that say a test failed (a group's or a log's ERROR alone does not).
+_TEST_FAILURES = frozenset({FailureKind.TEST, FailureKind.CRASH})
 # Treeherder's job log parse statuses after which no failure line will ever come, and
 # sheriff's own for a run Treeherder lists no log for (an exception run: its Pulse handler
 # gives those none).
@@ -184,8 +186,27 @@ class RunEvidence:
 
     @property
     def void(self) -> bool:
-        """Resolved without saying anything about the test (infra, cancelled, log unparsed)."""
-        return self.resolved and (self.result in VOID_RESULTS or self.log_unparsed)
+        """Resolved without saying anything about the test (infra, cancelled, log unparsed,
+        or failed without a single failure)."""
+        return self.resolved and (
+            self.result in VOID_RESULTS or self.log_unparsed or self.failed_without_a_failure
+        )
+
+    @property
+    def failed_without_a_failure(self) -> bool:
+        """Failed, its log read, and no test failed in it: no failure line, no crash, no
+        failed test in its errorsummary. The worker or the harness failed, not a test (a
+        worker pool's storm fails every task it runs like that), so the run cannot say
+        whether the test passes: counted as a retrigger that did not reproduce, a storm
+        made regressions intermittent (world 20261213-22: 0 of 13 storm retriggers
+        "reproduced" a regression failing 49 % of runs)."""
+        return (
+            self.result == _TASK_RESULTS["failed"]
+            and self.lines_known
+            and not self.failure_lines
+            and not self.crash_lines
+            and not any(f.kind in _TEST_FAILURES for f in self.structured_failures)
+        )
 
     @property
     def settled(self) -> bool:

@@ -312,9 +312,11 @@ class PushHistory:
                     continue
                 if not failed:
                     shown = False
-                elif job_id in self.lines_of:
+                elif self.lines_of.get(job_id):
                     shown = line in self.lines_of[job_id]
                 else:
+                    # Lines not known yet, or failed without a failure line: the worker or
+                    # the harness failed, and the run says nothing about the test.
                     continue
                 column = 0 if run_config == config else 2
                 counts[column] += 1
