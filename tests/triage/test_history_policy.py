@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
+import yaml
 
 from sheriff.actions import log as request_log
+from sheriff.sim.scenario import parse_scenario
+from sheriff.sim.server import SimServer
 from sheriff.store.schema import triage_case
 from sheriff.triage.simrun import measure
-from tests.triage.conftest import drive, make_triage
+from tests.triage.conftest import TINY, drive, make_triage
 
 
 def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, sim) -> None:
@@ -76,3 +79,31 @@ def test_the_open_bug_fact_is_not_fooled_by_what_the_bug_search_also_finds(engin
         assert features["open_bug"] == expected, (case, evidence["history"]["facts"])
         seen.add(case["truth"])
     assert seen == {"regression", "intermittent"}
+
+
+def test_retriggers_a_storm_failed_are_void_not_clean_runs(engine) -> None:
+    """A storm on the Linux pool from the regression's retriggers on: they fail without
+    a failure line (no errorsummary), and the case counts none of them as a clean run."""
+    data = yaml.safe_load(TINY.read_text())
+    data["infra_failure_rate"] = 0.0
+    storm = {"start_minutes": 40, "minutes": 600, "task_queue_id": "gecko-t/t-linux-large-gcp"}
+    data["storms"] = [{**storm, "failure_rate": 1.0, "errorsummary": False}]
+    with SimServer(parse_scenario(data), port=0) as sim:
+        triage = make_triage(engine, sim, policy="history")
+        drive(triage, sim)
+    with engine.connect() as conn:
+        decided = [
+            evidence
+            for (evidence,) in conn.execute(
+                sa.select(triage_case.c.evidence).where(
+                    triage_case.c.verdict.in_(["regression", "intermittent"])
+                )
+            )
+        ]
+    stormed = [e for e in decided if e["void"]]
+    assert stormed, "the storm failed some case's retriggers"
+    for evidence in decided:
+        # n counts the retriggers that are evidence: never a void one
+        assert evidence["history"]["n"] == evidence["runs_counted"] - 1
+        assert evidence["runs_counted"] + len(evidence["void"]) <= evidence["runs_existing"]
+    assert all(e["history"]["n"] == 0 for e in stormed)
