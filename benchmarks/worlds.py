@@ -8,8 +8,9 @@ Usage:
 draws worlds 0..count-1 of family S (sheriff/sim/family.py), plays each with the seed
 rule and with `history` (flake-aware backfills; `--backfill` to change; with `--linear`
 also history with linear backfills, for the runs relative to `linear`), and prints one
-row per world as it finishes, then the worst row and the pooled figures (with the true
-regressions counted by why they got the culprit they got, or none). Each play's
+row per world as it finishes, then how many worlds meet each per-world target, the worst
+row and the pooled figures (with the true regressions counted by why they got the
+culprit they got, or none). Each play's
 metrics are kept in DIR (default `.worlds/<S>/`): a rerun reuses them, so an interrupted
 run resumes where it stopped and 10 worlds extend to 30 cheaply. `--jobs N` plays N
 worlds at once in worker processes (each play also starts a simulator process: keep N
@@ -95,7 +96,11 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
     false = sum(len(h["culprits"].get("false_culprits", [])) for h in hists)
     runs = sum(h["culprits"]["backfill_runs"] for h in hists)
     reports = sum(h["culprits"].get("reports", 0) for h in hists)
+    precise = sum(1 for _, _, h, _ in rows if h["precision"] >= 0.98)
+    recalled = sum(1 for _, seed, h, _ in rows if h["recall"] >= seed["recall"] - 0.02)
     lines = [
+        f"worlds meeting precision >= 0.98: {precise} of {len(rows)}; "
+        f"recall >= seed's - 0.02: {recalled} of {len(rows)}",
         f"worst precision: {worst_p[0]} {worst_p[2]['precision']:.3f}",
         f"worst recall - seed's: {worst_r[0]} {worst_r[2]['recall']:.3f} vs "
         f"{worst_r[1]['recall']:.3f} ({worst_r[2]['recall'] - worst_r[1]['recall']:+.3f})",
