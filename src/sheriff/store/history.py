@@ -315,8 +315,9 @@ class PushHistory:
                 elif self.lines_of.get(job_id):
                     shown = line in self.lines_of[job_id]
                 else:
-                    # Lines not known yet, or failed without a failure line: the worker or
-                    # the harness failed, and the run says nothing about the test.
+                    # Lines not known yet, or failed without a TEST-UNEXPECTED line (a
+                    # storm; a crash between tests too, which names no test): the run says
+                    # nothing about this test.
                     continue
                 column = 0 if run_config == config else 2
                 counts[column] += 1
