@@ -167,8 +167,8 @@ class FlakeAware(BackfillStrategy):
 
     name = "flake-aware"
     pools_configurations = True
-    # 0.95 named a wrong push for 2.5 % of simulated intermittent regressions (flakes of
-    # the test around it, tests/model/test_culprit.py); 0.97 for 0.75 %.
+    # 0.95 named a wrong push for 1.75 % of simulated intermittent regressions (flakes of
+    # the test around it, tests/model/test_culprit.py); 0.97 for 1.25 %.
     confidence: ClassVar[float] = 0.97
 
     def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:

@@ -9,9 +9,10 @@ culprit" every push fails at one rate, that of a test known to fail (the failure
 was a flake too). The rates are integrated out (beta-binomial over the pooled runs), so
 two clean runs of a 50 % regression are evidence, not a verdict.
 
-The search names push c once P(c) >= `confidence`, c reproduced at least twice and its
-parent never did (else it runs the parent again: its failures were flakes, or the
-regression was unlucky there); says
+The search names push c once P(c) >= `confidence` and c reproduced at least twice; when
+c's parent reproduced too, only after the parent has had `PARENT_ROUNDS` rounds of runs
+(naming c says the parent's failures were flakes, which a few runs cannot tell from an
+unlucky regression; many runs can, and the model weighs them); says
 "no culprit found" once P(no culprit) >= `confidence` or its budget of runs is spent;
 asks to look further back when the mass sits on the oldest push; and otherwise runs the
 push that splits the remaining mass in two (the way flake-aware culprit finding does),
@@ -31,14 +32,20 @@ from dataclasses import dataclass
 
 from sheriff.model.backfill import MAX_RUNS_PER_PUSH
 
-# A test's chance to fail through a flake, before the culprit: Beta(a, b), mean ~3 %.
-FLAKE_PRIOR = (0.5, 15.0)
+# A test's chance to fail through a flake, before the culprit: Beta(a, b), mean ~6 %.
+# Beta(0.5, 15) (mean 3 %) named a wrong push for 2.0 % of drawn windows with flakes up to
+# 20 % around the regression, this one for 1.2 % (tests/model/test_culprit.py's draws).
+FLAKE_PRIOR = (0.5, 8.0)
 # Prior weight of "the window holds no culprit" (the failure seen was a flake), and the
 # rate of that flake: a test that just failed, so anything up to often (mean 20 %).
 NONE_PRIOR = 0.1
 NONE_FLAKE_PRIOR = (0.5, 2.0)
 # The regression's failure rate: Beta(1, 1), anything from rare to always.
 REGRESSION_PRIOR = (1.0, 1.0)
+# Rounds of runs the culprit's parent gets, when it reproduced too, before the culprit is
+# named; the search once gave up on any parent that reproduced, and so on every
+# regression in a flaky test (a 5 % flake in 20 runs of the parent).
+PARENT_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -129,16 +136,20 @@ class CulpritSearch:
             if best == 0:
                 return Step(extend=True, why=f"P(oldest push) = {p:.3f}: look further back")
             parent = best - 1
-            if runs[parent][0] and parent not in untestable and used < self.budget:
+            round_ = self.runs_for_a_round()
+            if (
+                runs[parent][0]
+                and sum(runs[parent]) < PARENT_ROUNDS * round_
+                and parent not in untestable
+                and used < self.budget
+            ):
                 # The push before it reproduced too: naming this one says those were
                 # flakes, which only more runs there can tell from an unlucky regression.
                 return Step(
                     test=parent,
-                    times=self.runs_for_a_round(),
+                    times=round_,
                     why=f"P(culprit) = {p:.3f}, but its parent reproduced: running it again",
                 )
-            if runs[parent][0]:
-                return Step(no_culprit=True, why=f"P(best) = {p:.3f}, but its parent reproduced")
             if runs[best][0] >= self.confirmations or best == len(runs) - 1:
                 return Step(culprit=best, why=f"P(culprit) = {p:.3f}")
             if best not in untestable and used < self.budget:
