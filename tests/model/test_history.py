@@ -310,23 +310,6 @@ def test_other_configurations_tell_a_flake_from_a_regression() -> None:
     assert scattered < 0.2 < 0.5 < alone < 0.95 < recent
 
 
-def test_a_regression_on_other_configurations_leaves_this_ones_retriggers_the_say() -> None:
-    # The test regressed on the other configurations five pushes ago (2 of 3 runs fail
-    # there since) and was clean here all along. Its failure here is that regression
-    # spreading only if this configuration's retriggers reproduce it; a flake of the test
-    # otherwise. The model once had only "a regression on every configuration at one
-    # rate" for the others' change and said P = 1.000 after 0 of 5 reproduced.
-    earlier = tuple(
-        EarlierRuns(ago, runs=int(ago > 0), other_runs=3, other_shown=2 if ago <= 5 else 0)
-        for ago in range(20, -1, -1)
-    )
-    priors = Priors()
-    assert priors.posterior({}, k=0, n=5, earlier=earlier) < 0.1  # measured 0.086
-    assert priors.posterior({}, k=1, n=5, earlier=earlier) < 0.5  # 0.40
-    assert priors.posterior({}, k=4, n=5, earlier=earlier) > 0.99  # 0.9996
-    assert priors.posterior({}, k=2, n=2, earlier=earlier) > 0.99  # 0.997
-
-
 def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
     priors = Priors()
     clean = same_configuration((False,) * 12)

@@ -84,13 +84,6 @@ _FLAKE_FLOOR = _DEFAULT_FLAKE[0] / _DEFAULT_FLAKE[1]
 # with this chance, else never failing.
 _FLAKY_SHARE = 0.1
 _REGRESSION_SPREAD = 2.0
-# The share of "the other configurations regressed from some push on" under both
-# hypotheses (this one flaky under I, regressed too under R): a regression on Linux in a
-# test with an open intermittent bug otherwise makes its flakes on Windows look like that
-# regression spreading. On world 20261214-18, nine
-# flakes of one test on the configurations its regression did not touch were called
-# regressions at P 0.91-0.999 after 0-1 of 5 retriggers reproduced.
-_ELSEWHERE_SHARE = 0.1
 # The regression repeat rate is fitted from the policy's own regression verdicts, and the
 # regressions that repeated least are the ones it called intermittent, left out of that
 # fit: biased high, and a high rate turns the next regression that passes a retrigger
@@ -191,26 +184,18 @@ class Priors:
         the regression's rate, on every configuration or on this one only (half the weight
         each). So a test clean until lately and failing since looks like a regression;
         failures scattered over clean runs, here or on other configurations, like a flake.
-
-        When the other configurations failed from some push on, `_ELSEWHERE_SHARE` of each
-        hypothesis's weight goes to "they regressed at that push": under I with this
-        configuration flaky, under R with a regression here too. Their failures are then
-        explained either way, and this configuration's own runs decide.
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
         same = (k + sum(e.shown for e in pushes), n + sum(e.runs for e in pushes))
         other = (sum(e.other_shown for e in pushes), sum(e.other_runs for e in pushes))
-        flaky_here = self.flake.log_likelihood(*same)
         intermittent = _log_half_sum(
             self.flake.log_likelihood(same[0] + other[0], same[1] + other[1]),
-            flaky_here + self._quiet(*other),
+            self.flake.log_likelihood(*same) + self._quiet(*other),
         )
         # Runs from the change point on ("after"), for each change point, newest first.
         after_same, after_other = [k, n], [0, 0]
         wide: list[float] = []
         alone: list[float] = []
-        here: list[float] = []  # this configuration alone, the others left to `elsewhere`
-        elsewhere: list[float] = []
         for entry in pushes:
             after_same[0] += entry.shown
             after_same[1] += entry.runs
@@ -226,42 +211,21 @@ class Priors:
                 continue
             wide.append(self._change_point(same, other, after_same, after_other))
             alone.append(self._change_point(same, other, after_same, None))
-            if entry.runs:
-                here.append(self._change_point(same, (0, 0), after_same, None))
-            if after_other[0]:
-                elsewhere.append(self._regressed(other, after_other))
         # c = this push: only the retriggers and this push's other configurations are after.
         here_other = [sum(e.other_shown for e in pushes if e.ago == 0)]
         here_other.append(sum(e.other_runs for e in pushes if e.ago == 0))
         now_wide = self._change_point(same, other, [k, n], here_other)
         now_alone = self._change_point(same, other, [k, n], None)
-        if here_other[0]:
-            elsewhere.append(self._regressed(other, here_other))
         regression = _log_half_sum(
             _log_half_sum(now_wide, _log_mean_exp(wide)) if wide else now_wide,
             _log_half_sum(now_alone, _log_mean_exp(alone)) if alone else now_alone,
         )
-        if elsewhere:
-            # The others' regression explains their failures under both hypotheses: what
-            # is left to tell R from I is this configuration's own runs.
-            others = _log_mean_exp(elsewhere)
-            now_here = self._change_point(same, (0, 0), [k, n], None)
-            on_here = _log_half_sum(now_here, _log_mean_exp(here)) if here else now_here
-            share, rest = math.log(_ELSEWHERE_SHARE), math.log(1.0 - _ELSEWHERE_SHARE)
-            intermittent = _log_add(rest + intermittent, share + flaky_here + others)
-            regression = _log_add(rest + regression, share + on_here + others)
         return regression - intermittent
 
     def _quiet(self, hits: int, runs: int) -> float:
         """log P(hits of runs) for a test with no reason to fail: never, or flaky by chance."""
         flaky = math.log(_FLAKY_SHARE) + self.flake.log_likelihood(hits, runs)
         return _log_add(math.log(1.0 - _FLAKY_SHARE), flaky) if hits == 0 else flaky
-
-    def _regressed(self, other: tuple[int, int], after: Sequence[int]) -> float:
-        """log P(the other configurations' runs | a regression there from the change
-        point on, `after` its runs since)."""
-        quiet = (other[0] - after[0], other[1] - after[1])
-        return self._quiet(*quiet) + self.regression.log_likelihood(after[0], after[1])
 
     def _change_point(
         self,
