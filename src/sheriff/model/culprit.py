@@ -34,7 +34,7 @@ from sheriff.model.backfill import MAX_RUNS_PER_PUSH
 
 # A test's chance to fail through a flake, before the culprit: Beta(a, b), mean ~6 %.
 # Beta(0.5, 15) (mean 3 %) named a wrong push for 2.0 % of drawn windows with flakes up to
-# 20 % around the regression, this one for 1.2 % (tests/model/test_culprit.py's draws).
+# 20 % around the regression, this one for 1.25 % (tests/model/test_culprit.py's draws).
 FLAKE_PRIOR = (0.5, 8.0)
 # Prior weight of "the window holds no culprit" (the failure seen was a flake), and the
 # rate of that flake: a test that just failed, so anything up to often (mean 20 %).
