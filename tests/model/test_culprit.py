@@ -71,8 +71,7 @@ def test_intermittent_regressions_among_flakes_are_named_right_or_not_at_all() -
         spent += runs
     # Measured: 1.25 % wrong, 73 % right (the rest "no culprit" within the budget), 13.4
     # runs a search; regressions failing 30-100 % of runs, flakes up to 5 % around them.
-    # (The search before the parent rule and flake prior of stop 34: 1.0 % wrong, 73 %
-    # right, 12.8 runs.)
+    # (Before stop 34's parent rule and flake prior: 1.0 % wrong, 73 % right, 12.8 runs.)
     assert wrong / trials <= 0.02
     assert right / trials >= 0.7
     assert spent / trials <= 14
