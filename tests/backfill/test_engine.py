@@ -473,3 +473,67 @@ def test_a_crash_between_tests_is_looked_for_in_the_manifest_it_failed_in(engine
         context = conn.execute(sa.select(backfill_record.c.context)).scalar_one()
     assert context["manifests"] == [A]
     assert context["test_manifests"] == [A, B]  # what the chunk ran, for the record
+
+
+def _file_and_open(ci: FakeCI, index: int) -> tuple[int, int | None]:
+    """A regression case on push `index` as triage files it: its regression record, and
+    the search it is given (the record's own, else one it joins or opens)."""
+    from sheriff.triage.regressions import file_case, report_of, serve_by
+
+    case = ci.regression_case(index)
+    with ci.engine.begin() as conn:
+        record = file_case(conn, case, START)
+        assert record is not None
+        serving = report_of(conn, record)
+        report = open_report_for_case(conn, case, START, BackfillSettings(), serving=serving)
+        serve_by(conn, record, report)
+    return record, report
+
+
+@pytest.mark.parametrize(
+    ("later", "stopped", "joins"),
+    [
+        (20, None, True),  # near the first one's pushes, still failing: the same regression
+        (26, None, False),  # more than NEIGHBOUR_PUSHES later: news, with its own culprit
+        (18, 15, False),  # failing again after it stopped: a second regression of the test
+    ],
+)
+def test_a_search_is_joined_only_where_grouping_would_join_its_regression(
+    ci: FakeCI, later: int, stopped: int | None, joins: bool
+) -> None:
+    """The same test failing again, far from the first regression's pushes or after it
+    stopped failing, is another regression: grouping gives it a record of its own, and
+    joining the first one's search (however recent in time) would hand it the first
+    regression's culprit and search for its own nowhere."""
+    from sheriff.store.schema import push, regression
+
+    ci.pushes = 40
+    ci.history()
+    first_record, first = _file_and_open(ci, 12)
+    if stopped is not None:
+        with ci.engine.begin() as conn:
+            stop_push = conn.execute(
+                sa.select(push.c.id).where(push.c.revision == revision(stopped))
+            ).scalar_one()
+            conn.execute(
+                sa.update(regression)
+                .where(regression.c.id == first_record)
+                .values(stopped_push_id=stop_push, status="stopped")
+            )
+    record, report = _file_and_open(ci, later)
+    assert (record == first_record) is joins
+    assert (report == first) is joins
+    with ci.engine.connect() as conn:
+        count = conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar()
+    assert count == (1 if joins else 2)
+
+
+def test_a_persons_search_is_joined_only_near_its_push(ci: FakeCI) -> None:
+    """A report no regression record serves reaches the pushes near its own."""
+    ci.pushes = 40
+    ci.history()
+    first = _open(ci, 12)
+    near, far = ci.regression_case(20), ci.regression_case(30)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, near, START) == first
+        assert open_report_for_case(conn, far, START) not in (None, first)

@@ -42,3 +42,19 @@ def test_a_backfill_run_that_failed_without_a_failure_line_is_unknown() -> None:
     assert classify(run("testfailed", [OLD]), [NEW], [TEST]) == "clean"
     assert classify(run("testfailed", [NEW]), [NEW], [TEST]) == "reproduced"
     assert classify(run("success", []), [NEW], [TEST]) == "clean"
+
+
+def test_a_report_on_a_test_that_regressed_twice_counts_for_the_one_failing_on_its_push() -> None:
+    from sheriff.backfill.status import report_claims
+
+    # One test broken at c4 (fixed at p9), broken again at c34.
+    first = {"tests": ["a/t.html"], "culprit_revision": "c4", "failed_on": ["p5", "p6"]}
+    second = {"tests": ["a/t.html"], "culprit_revision": "c34", "failed_on": ["p36"]}
+    both = [first, second]
+    late = {"tests": ["a/t.html"], "revision": "p36", "culprit_revision": "c34"}
+    assert report_claims(late, second, both) and not report_claims(late, first, both)
+    early = {"tests": ["a/t.html"], "revision": "p5", "culprit_revision": "c5"}
+    assert report_claims(early, first, both) and not report_claims(early, second, both)
+    # Opened where neither failed an original run: it counts (wrong) against both.
+    stray = {"tests": ["a/t.html"], "revision": "p20", "culprit_revision": "c20"}
+    assert report_claims(stray, first, both) and report_claims(stray, second, both)

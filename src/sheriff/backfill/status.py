@@ -254,13 +254,19 @@ def culprit_metrics(
 def report_claims(
     report: dict[str, Any], regression: dict[str, Any], regressions: list[dict[str, Any]]
 ) -> bool:
-    """Whether a report that named a push counts for `regression`: it is about it, and,
-    when it is about several by a line naming no test (two timeout regressions failing on
-    its push), it did not name the true culprit of another of them."""
+    """Whether a report that named a push counts for `regression`: it is about it; when it
+    shares tests with several, it was opened on a push where this one failed (if on any
+    of theirs); and when it is about several by a line naming no test (two timeout
+    regressions failing on its push), it did not name the true culprit of another of them.
+    A report counts for at least one regression it is about: none is left uncounted."""
     if not report_about(report, regression):
         return False
     if set(report["tests"]) & set(regression["tests"]):
-        return True
+        # One test regressed twice (fixed, then broken again): the report is about the
+        # regressions that failed on its push, when its push is one where any did.
+        sharing = [g for g in regressions if set(report["tests"]) & set(g["tests"])]
+        failing = [g for g in sharing if report["revision"] in (g.get("failed_on") or [])]
+        return not failing or any(g is regression for g in failing)
     others = [
         g["culprit_revision"]
         for g in regressions
