@@ -4,9 +4,8 @@ A regression usually fails many runs (every platform, every push until the backo
 triage gives each its own case; they are one regression with one culprit. A case whose
 failing tests overlap those of a recent report of the same repository (or whose line
 that names no test is the report's, in the same chunk or manifest) joins it instead of
-opening another, where grouping would join the regression the report serves (near its
-pushes, not after it stopped); while that report is still maturing the record moves to
-the oldest failing push seen, which is nearest the culprit.
+opening another, and while that report is still maturing the record moves to the
+oldest failing push seen, which is nearest the culprit.
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ from sheriff.model.backfill import estimate_fail_rate
 from sheriff.model.failure_lines import crash_lines, with_crash_lines
 from sheriff.model.history import regression_lines
 from sheriff.model.policy import run_lines_known
-from sheriff.model.regressions import Group, names_a_test, suite_of
+from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.queries import job_manifests, platform_config
-from sheriff.store.regressions import push_orders, regression_groups
 from sheriff.store.schema import (
     backfill_record,
     backfill_report,
@@ -362,8 +360,6 @@ def open_report_for_case(
     for report in recent:
         if case_id in (report.case_ids or []):
             return report.id
-    orders = push_orders(conn, repository_id)
-    recent = [r for r in recent if _reaches(conn, r, repository_id, push_id, orders)]
     if serving is not None:
         served = conn.execute(
             sa.select(backfill_report, push.c.push_time)
@@ -421,22 +417,6 @@ def open_report_for_case(
         return conn.execute(
             sa.select(backfill_report.c.id).where(backfill_report.c.case_id == case_id)
         ).scalar_one()
-
-
-def _reaches(
-    conn: sa.Connection, report: Any, repository_id: int, push_id: int, orders: dict[int, int]
-) -> bool:
-    """Whether a failure on `push_id` can be what `report` searches for, by grouping's
-    rule: near the failing pushes of a regression record it serves, and not after that
-    regression stopped failing. The same test failing again a day later, or after its fix,
-    is another regression with a culprit of its own; joining the old search would hand it
-    the old culprit and never search for the new one. A report no record is served by (a
-    person's request) reaches the pushes near its own."""
-    groups = regression_groups(conn, repository_id, orders, served_by=report.id)
-    if not groups:
-        start = orders.get(report.push_id, 0)
-        groups = [Group(0, set(), set(), start, start)]
-    return any(group.reaches(orders.get(push_id, 0)) for group in groups)
 
 
 # A second regression's lines are split off only when, in the runs that showed the search's

@@ -79,14 +79,11 @@ class Group:
 
     def admits(self, case: CaseFacts, neighbours: int = NEIGHBOUR_PUSHES) -> bool:
         """Whether `case` is this regression showing again."""
-        return bool(self.shared(case)) and self.reaches(case.push_order, neighbours)
-
-    def reaches(self, push_order: int, neighbours: int = NEIGHBOUR_PUSHES) -> bool:
-        """Whether a failure on the push at `push_order` can still be this regression:
-        near its failing pushes, and not after it stopped failing."""
-        if self.stopped_at is not None and push_order >= self.stopped_at:
+        if not self.shared(case):
+            return False
+        if self.stopped_at is not None and case.push_order >= self.stopped_at:
             return False  # failing again after it stopped: a new regression
-        return self.first_push - neighbours <= push_order <= self.last_push + neighbours
+        return self.first_push - neighbours <= case.push_order <= self.last_push + neighbours
 
     def grown(self, case: CaseFacts) -> tuple[set[str], set[str]]:
         """The tests and lines the regression holds once `case` joins. Only a case of its

@@ -8,7 +8,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sheriff.model.regressions import Group
 from sheriff.store.schema import (
     action_request,
     job,
@@ -34,44 +33,6 @@ def alerts_key_prefix(regression_id: int) -> str:
 def alert_key(regression_id: int, event: str, channel: str) -> str:
     """The request log key of one alert: one row per regression, event and channel."""
     return f"{alerts_key_prefix(regression_id)}{event}:{channel}"
-
-
-def push_orders(conn: sa.Connection, repository_id: int) -> dict[int, int]:
-    """Each push id of the repository → its position in push time order."""
-    ids = conn.execute(
-        sa.select(push.c.id)
-        .where(push.c.repository_id == repository_id)
-        .order_by(push.c.push_time, push.c.id)
-    ).scalars()
-    return {push_id: order for order, push_id in enumerate(ids)}
-
-
-def regression_groups(
-    conn: sa.Connection,
-    repository_id: int,
-    orders: dict[int, int],
-    served_by: int | None = None,
-) -> list[Group]:
-    """The repository's regression records as grouping sees them (those not merged away;
-    with `served_by`, the records that backfill report serves, merged or not)."""
-    query = sa.select(regression).where(regression.c.repository_id == repository_id)
-    if served_by is None:
-        query = query.where(regression.c.merged_into.is_(None))
-    else:
-        query = query.where(regression.c.backfill_report_id == served_by)
-    return [
-        Group(
-            id=r.id,
-            tests=set(r.tests),
-            lines=set(r.failure_lines),
-            first_push=orders.get(r.first_push_id, 0),
-            last_push=orders.get(r.last_push_id, 0),
-            stopped_at=orders.get(r.stopped_push_id) if r.stopped_push_id else None,
-            configurations=set(r.configurations),
-            labels=set(r.labels),
-        )
-        for r in conn.execute(query).all()
-    ]
 
 
 def _push_of(conn: sa.Connection, push_id: int | None) -> dict[str, Any] | None:

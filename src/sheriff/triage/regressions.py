@@ -24,12 +24,12 @@ from sheriff.model.regressions import (
     CULPRIT,
     STOPPED,
     CaseFacts,
+    Group,
     clean_runs_to_stop,
     match,
     merge_target,
     stopped_failing,
 )
-from sheriff.store.regressions import push_orders, regression_groups
 from sheriff.store.schema import (
     backfill_report,
     job,
@@ -42,6 +42,16 @@ from sheriff.store.schema import (
     run_observation,
     triage_case,
 )
+
+
+def push_orders(conn: sa.Connection, repository_id: int) -> dict[int, int]:
+    """Each push id of the repository → its position in push time order."""
+    ids = conn.execute(
+        sa.select(push.c.id)
+        .where(push.c.repository_id == repository_id)
+        .order_by(push.c.push_time, push.c.id)
+    ).scalars()
+    return {push_id: order for order, push_id in enumerate(ids)}
 
 
 def regression_of_case(conn: sa.Connection, case_id: int) -> int | None:
@@ -102,6 +112,27 @@ def _reproduced_most(lines: list[str], shown_by: dict[str, int]) -> list[str]:
     return [line for line in lines if shown_by.get(line, 0) * 2 >= most]
 
 
+def _groups(conn: sa.Connection, repository_id: int, orders: dict[int, int]) -> list[Group]:
+    rows = conn.execute(
+        sa.select(regression).where(
+            regression.c.repository_id == repository_id, regression.c.merged_into.is_(None)
+        )
+    ).all()
+    return [
+        Group(
+            id=r.id,
+            tests=set(r.tests),
+            lines=set(r.failure_lines),
+            first_push=orders.get(r.first_push_id, 0),
+            last_push=orders.get(r.last_push_id, 0),
+            stopped_at=orders.get(r.stopped_push_id) if r.stopped_push_id else None,
+            configurations=set(r.configurations),
+            labels=set(r.labels),
+        )
+        for r in rows
+    ]
+
+
 def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
     """File a `regression` case into its regression (a new one if none admits it); its id.
 
@@ -120,7 +151,7 @@ def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
     facts, row = _case_facts(conn, case_id, orders)
     if not facts.tests and not facts.lines:
         return None
-    chosen = match(facts, regression_groups(conn, repository_id, orders))
+    chosen = match(facts, _groups(conn, repository_id, orders))
     if chosen is None:
         regression_id = conn.execute(
             sa.insert(regression)
