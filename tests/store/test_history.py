@@ -102,6 +102,7 @@ def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -
             "same_config_showed_line": 1,
             "other_configs": 2,
             "other_configs_showed_line": 1,
+            "pushes_of_a_stopped_regression": 0,
         }
     ]
     assert history.facts["open_bugs"] == [1234]
@@ -276,3 +277,64 @@ def test_a_line_that_names_no_test_is_looked_for_in_its_suite_chunk(engine) -> N
         EarlierRuns(0, other_runs=1, other_shown=1),
     )
     assert history.lines[timeout].earlier == history.earlier
+
+
+def _record_regression(engine, first: int, stopped: int | None) -> None:
+    """A regression record of test_a from push `first`, stopped at push `stopped`."""
+    from sheriff.store.schema import regression, repository
+
+    with engine.begin() as conn:
+        ids = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
+        conn.execute(
+            regression.insert().values(
+                repository_id=conn.execute(sa.select(repository.c.id)).scalar_one(),
+                status="stopped" if stopped is not None else "culprit",
+                tests=["dom/a/test_a.html"],
+                failure_lines=[LINE],
+                configurations=[f"{LINUX}/opt"],
+                labels=["bc1"],
+                first_push_id=ids[f"rev{first:02d}"],
+                last_push_id=ids[f"rev{(stopped or 12) - 1:02d}"],
+                stopped_push_id=ids[f"rev{stopped:02d}"] if stopped is not None else None,
+                opened_at=NOW,
+                updated_at=NOW,
+            )
+        )
+
+
+def test_the_runs_of_a_stopped_regression_of_the_test_are_left_out(engine) -> None:
+    """test_a failed every run from push 3 until a fix at push 8, flaked once since, and
+    fails on push 12: its runs of 3 to 7 were the regression's, not its own, and under R they
+    made every later flake look like the test "failing since push 3"."""
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    kept = history_of(engine, ids[-1])
+    assert len(shown(kept)) == 12
+    p_kept = kept.priors.posterior({}, k=1, n=5, earlier=kept.earlier)
+
+    _record_regression(engine, first=3, stopped=8)
+    history = history_of(engine, ids[-1])
+    assert shown(history) == (False,) * 3 + (False, False, True, False)  # pushes 0 to 2 and 8 to 11
+    assert history.facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
+    p_left_out = history.priors.posterior({}, k=1, n=5, earlier=history.earlier)
+    assert p_left_out < p_kept
+    # Read in words, as the dashboard shows the case.
+    from sheriff.web.explain import _line_history
+
+    assert "5 earlier pushes where a regression of this test was failing" in _line_history(
+        history.facts["runs"][0]
+    )
+
+
+def test_the_runs_of_a_regression_still_failing_are_kept(engine) -> None:
+    """Not stopped yet (or stopped only after the case's push): the case may be that
+    regression showing again, and its runs are the evidence."""
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    _record_regression(engine, first=3, stopped=None)
+    assert len(shown(history_of(engine, ids[-1]))) == 12
+    assert len(shown(history_of(engine, ids[6]))) == 6  # push 6's case: all before it kept

@@ -173,6 +173,13 @@ def _line_history(run: Mapping[str, Any]) -> str:
         before = f"{test} showed this line in {here_showed} of its last {_n(here, 'run')} here"
     else:
         before = f"{test} had no earlier runs on this configuration"
-    return (
-        f"{before}; on other configurations it showed it in {other_showed} of {_n(other, 'run')}."
-    )
+    elsewhere = f"on other configurations it showed it in {other_showed} of {_n(other, 'run')}"
+    said = f"{before}; {elsewhere}."
+    left_out = int(run.get("pushes_of_a_stopped_regression") or 0)
+    if left_out:
+        said += (
+            f" The runs of {_n(left_out, 'earlier push')} where a regression"
+            " of this test was failing, before it stopped, are left out: they were that"
+            " regression, not the test's own flakes."
+        )
+    return said
