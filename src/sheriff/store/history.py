@@ -189,11 +189,12 @@ class PushHistory:
         A test that a regression made fail on every run until its fix, and that flakes
         as before afterwards, looks under R like a test clean until the regression's push
         and failing ever since, and under I like a test failing far more than its flakes:
-        each flake after the fix was called a regression (59 of the 79 false regressions
-        of held-out seed 20261216, all in world 14). Those pushes' runs of the test are
-        the known regression's, not the test's own behaviour, and are left out; a
-        regression that has not stopped failing (or stopped only after this push) is
-        left in, since a case there may be that regression showing again."""
+        flakes after the fix were called regressions (world 20261214-18: 10 false
+        regressions, 1 with this). Those pushes' runs of the test are the known
+        regression's, not the test's own behaviour, and are left out. A regression that
+        has not stopped failing (or stopped only after this push) is left in, since a
+        case there may be that regression showing again; so is one whose flakes, called
+        regressions, keep it from ever stopping (world 20261216-14: README)."""
         first, stop = push.alias("first"), push.alias("stop")
         rows = self.conn.execute(
             sa.select(regression.c.tests, first.c.push_time, stop.c.push_time.label("stopped"))
