@@ -318,6 +318,8 @@ def test_the_runs_of_a_stopped_regression_of_the_test_are_left_out(engine) -> No
     history = history_of(engine, ids[-1])
     assert shown(history) == (False,) * 3 + (False, False, True, False)  # pushes 0 to 2 and 8 to 11
     assert history.facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
+    # A case before the stop (push 6) keeps every earlier run: it may be that regression.
+    assert len(shown(history_of(engine, ids[6]))) == 6
     p_left_out = history.priors.posterior({}, k=1, n=5, earlier=history.earlier)
     assert p_left_out < p_kept
     # Read in words, as the dashboard shows the case.

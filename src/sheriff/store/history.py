@@ -148,6 +148,8 @@ class PassCache:
     chunk_of: dict[int, str] = field(default_factory=dict)  # job type id → suite chunk
     priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
     sets_of: dict[str, list[int]] = field(default_factory=dict)  # test → sets that ran it
+    # repository id → its stopped regressions: (tests, first push's time, stop push's time)
+    stopped: dict[int, list[tuple[list[str], Any, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -166,24 +168,25 @@ class PushHistory:
         if row.repository_id not in self.cache.priors:
             self.cache.priors[row.repository_id] = fleet_priors(self.conn, row.repository_id)
         self.priors = self.cache.priors[row.repository_id]
-        self.earlier = list(
-            self.conn.execute(
-                sa.select(push.c.id)
-                .where(
-                    push.c.repository_id == row.repository_id,
-                    push.c.push_time < row.push_time,
-                )
-                .order_by(push.c.push_time.desc())
-                .limit(self.lookback)
-            ).scalars()
-        )
+        earlier = self.conn.execute(
+            sa.select(push.c.id, push.c.push_time)
+            .where(
+                push.c.repository_id == row.repository_id,
+                push.c.push_time < row.push_time,
+            )
+            .order_by(push.c.push_time.desc())
+            .limit(self.lookback)
+        ).all()
+        self.earlier = [e.id for e in earlier]
         self.rank = {pid: i for i, pid in enumerate(self.earlier)}  # 0 = latest earlier
-        self.explained = self._explained_pushes(row.repository_id, row.push_time)
+        self.explained = self._explained_pushes(row.repository_id, row.push_time, earlier)
         self.failed = self._failed_runs([self.push_id, *self.earlier])
         self.lines_of = {r["id"]: r["lines"] for r in self.failed}
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
-    def _explained_pushes(self, repository_id: int, push_time: Any) -> dict[str, set[int]]:
+    def _explained_pushes(
+        self, repository_id: int, push_time: Any, earlier: Sequence[Any]
+    ) -> dict[str, set[int]]:
         """Test → the earlier pushes where a regression of it, since stopped, was failing.
 
         A test that a regression made fail on every run until its fix, and that flakes
@@ -195,24 +198,27 @@ class PushHistory:
         has not stopped failing (or stopped only after this push) is left in, since a
         case there may be that regression showing again; so is one whose flakes, called
         regressions, keep it from ever stopping (world 20261216-14: README)."""
-        first, stop = push.alias("first"), push.alias("stop")
-        rows = self.conn.execute(
-            sa.select(regression.c.tests, first.c.push_time, stop.c.push_time.label("stopped"))
-            .join(first, first.c.id == regression.c.first_push_id)
-            .join(stop, stop.c.id == regression.c.stopped_push_id)
-            .where(regression.c.repository_id == repository_id, stop.c.push_time <= push_time)
-        ).all()
-        if not rows:
-            return {}
-        times = dict(
-            self.conn.execute(
-                sa.select(push.c.id, push.c.push_time).where(push.c.id.in_(self.earlier))
-            ).all()
-        )
+        if repository_id not in self.cache.stopped:
+            first, stop = push.alias("first"), push.alias("stop")
+            self.cache.stopped[repository_id] = [
+                (list(r.tests or ()), r.began, r.stopped)
+                for r in self.conn.execute(
+                    sa.select(
+                        regression.c.tests,
+                        first.c.push_time.label("began"),
+                        stop.c.push_time.label("stopped"),
+                    )
+                    .join(first, first.c.id == regression.c.first_push_id)
+                    .join(stop, stop.c.id == regression.c.stopped_push_id)
+                    .where(regression.c.repository_id == repository_id)
+                )
+            ]
         explained: dict[str, set[int]] = {}
-        for r in rows:
-            span = {p for p, t in times.items() if r.push_time <= t < r.stopped}
-            for test in r.tests or ():
+        for tests, began, stopped in self.cache.stopped[repository_id]:
+            if stopped > push_time:
+                continue  # stopped only after this push: the case may be it showing again
+            span = {e.id for e in earlier if began <= e.push_time < stopped}
+            for test in tests:
                 if names_a_test(test):
                     explained.setdefault(test, set()).update(span)
         return explained
