@@ -279,13 +279,15 @@ def test_a_line_that_names_no_test_is_looked_for_in_its_suite_chunk(engine) -> N
     assert history.lines[timeout].earlier == history.earlier
 
 
-def _record_regression(engine, first: int, stopped: int | None) -> None:
-    """A regression record of test_a from push `first`, stopped at push `stopped`."""
+def _record_regression(
+    engine, first: int, stopped: int | None, merged_into: int | None = None
+) -> int:
+    """A regression record of test_a from push `first`, stopped at push `stopped`; its id."""
     from sheriff.store.schema import regression, repository
 
     with engine.begin() as conn:
         ids = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
-        conn.execute(
+        return conn.execute(
             regression.insert().values(
                 repository_id=conn.execute(sa.select(repository.c.id)).scalar_one(),
                 status="stopped" if stopped is not None else "culprit",
@@ -296,10 +298,11 @@ def _record_regression(engine, first: int, stopped: int | None) -> None:
                 first_push_id=ids[f"rev{first:02d}"],
                 last_push_id=ids[f"rev{(stopped or 12) - 1:02d}"],
                 stopped_push_id=ids[f"rev{stopped:02d}"] if stopped is not None else None,
+                merged_into=merged_into,
                 opened_at=NOW,
                 updated_at=NOW,
             )
-        )
+        ).inserted_primary_key[0]
 
 
 def test_the_runs_of_a_stopped_regression_of_the_test_are_left_out(engine) -> None:
@@ -340,3 +343,15 @@ def test_the_runs_of_a_regression_still_failing_are_kept(engine) -> None:
     _record_regression(engine, first=3, stopped=None)
     assert len(shown(history_of(engine, ids[-1]))) == 12
     assert len(shown(history_of(engine, ids[6]))) == 6  # push 6's case: all before it kept
+
+
+def test_the_runs_of_a_stopped_regression_merged_into_one_still_failing_are_kept(engine) -> None:
+    """A stopped record later merged into another speaks no more: the survivor, which may
+    still be failing over the same pushes, says whether the regression stopped."""
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    survivor = _record_regression(engine, first=3, stopped=None)
+    _record_regression(engine, first=3, stopped=8, merged_into=survivor)
+    assert len(shown(history_of(engine, ids[-1]))) == 12

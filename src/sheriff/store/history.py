@@ -210,7 +210,12 @@ class PushHistory:
                     )
                     .join(first, first.c.id == regression.c.first_push_id)
                     .join(stop, stop.c.id == regression.c.stopped_push_id)
-                    .where(regression.c.repository_id == repository_id)
+                    # A record merged into another speaks no more: the survivor, maybe
+                    # still failing over the same pushes, says whether it stopped.
+                    .where(
+                        regression.c.repository_id == repository_id,
+                        regression.c.merged_into.is_(None),
+                    )
                 )
             ]
         explained: dict[str, set[int]] = {}
