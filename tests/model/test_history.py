@@ -328,6 +328,51 @@ def test_a_test_failing_often_since_the_first_known_push_is_no_regression_here()
     assert priors.posterior({}, k=2, n=3, earlier=after_clean) > 0.95
 
 
+# A test that flakes about one run in four, failed every run for fifteen pushes (a
+# regression, since fixed) and flakes again (world 20261216-14).
+FLAKES = (False, True, False, False, False, True, False, False)
+CAME_AND_WENT = same_configuration(FLAKES + (True,) * 15 + (False, False) + FLAKES * 2)
+FIXED_THEN_CLEAN = same_configuration((False,) * 8 + (True,) * 15 + (False,) * 18)
+
+
+def test_a_regression_that_came_and_went_is_not_how_often_the_test_flakes() -> None:
+    priors = Priors(base_rate=0.3, flake=RateDistribution(3.0, 17.0))
+    # A fresh failure that one retrigger did not reproduce is the test's flake again; read
+    # as "failing since the old regression's push" it had P 0.17 (on that world such
+    # failures, called regressions, made 59 false regression verdicts).
+    assert priors.posterior({}, k=0, n=1, earlier=CAME_AND_WENT) < 0.05
+    assert priors.posterior({}, k=1, n=3, earlier=CAME_AND_WENT) < 0.05
+    span = priors.past_regression(0, 1, CAME_AND_WENT)
+    assert span is not None
+    assert (span.first_ago, span.last_ago, span.shown, span.runs) == (33, 19, 15, 15)
+    # The same fixed regression, then clean runs, then a failure that reproduces: a new
+    # regression (P 0.57 before a past regression could come and go).
+    assert priors.posterior({}, k=1, n=1, earlier=FIXED_THEN_CLEAN) > 0.95
+    # Reproductions still raise P and clean runs still lower it.
+    ps = [priors.posterior({}, k=k, n=3, earlier=CAME_AND_WENT) for k in range(4)]
+    assert ps == sorted(ps) and ps[3] > 0.5
+
+
+def test_without_a_failure_before_no_past_regression_is_weighed() -> None:
+    clean = same_configuration((False,) * 20)
+    assert history_module._past_windows(clean).spans == ()
+    assert Priors().past_regression(1, 1, clean) is None
+    # Scattered flakes are no past regression: the flake rate tells them.
+    scattered = same_configuration(FLAKES * 4)
+    assert Priors(flake=RateDistribution(3.0, 17.0)).past_regression(0, 1, scattered) is None
+
+
+def test_the_evidence_names_a_past_regression() -> None:
+    history = CaseHistory(priors=Priors(base_rate=0.3, flake=RateDistribution(3.0, 17.0)),
+                          earlier=CAME_AND_WENT)  # fmt: skip
+    decision = POLICY.decide(case(done("r1"), done("r2"), history=history))
+    assert decision.verdict is Verdict.INTERMITTENT
+    said = decision.to_dict()["history"]["past_regression"]
+    assert said == {"from_pushes_ago": 33, "to_pushes_ago": 19, "runs": 15, "showed_line": 15}
+    plain = POLICY.decide(case(done("r1"), done("r2")))
+    assert "past_regression" not in plain.to_dict()["history"]
+
+
 def test_at_the_cap_a_regression_needs_p_at_least_at_cap() -> None:
     # Two of five reproduced: the seed rule's regression. A fleet where regressions are
     # rare and flakes repeat often makes that an intermittent; one where regressions are

@@ -140,6 +140,24 @@ def test_a_case_judged_line_by_line_says_which_line_spoke() -> None:
     assert "judged on its own" not in " ".join(explain(HISTORY_CASE).sentences)
 
 
+def test_a_past_regression_is_said_in_words() -> None:
+    history = {**HISTORY_CASE["evidence"]["history"]}
+    history["past_regression"] = {
+        "from_pushes_ago": 33,
+        "to_pushes_ago": 19,
+        "runs": 15,
+        "showed_line": 15,
+    }
+    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"], "history": history}}
+    text = " ".join(explain(case).sentences)
+    assert (
+        "Earlier, from 33 to 19 pushes before this one, the test showed the line in 15 of "
+        "15 runs, and less often since: read as a regression that came and went, not as "
+        "how often the test flakes." in text
+    )
+    assert "came and went" not in " ".join(explain(HISTORY_CASE).sentences)
+
+
 def test_a_seed_verdict_and_odd_evidence() -> None:
     seed = {
         "rule": "4 retriggers of 5 showed a failure line of the original",

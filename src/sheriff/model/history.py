@@ -26,6 +26,7 @@ See docs/history-policy.md.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -150,7 +151,7 @@ class RateDistribution:
 
     def log_likelihood(self, k: int, n: int) -> float:
         """log P(k of n reproduce), binomial coefficient left out (it cancels)."""
-        return _log_beta(self.a + k, self.b + n - k) - _log_beta(self.a, self.b)
+        return _beta_binomial(self.a, self.b, k, n)
 
 
 @dataclass(frozen=True)
@@ -184,14 +185,12 @@ class Priors:
         the regression's rate, on every configuration or on this one only (half the weight
         each). So a test clean until lately and failing since looks like a regression;
         failures scattered over clean runs, here or on other configurations, like a flake.
+        Either hypothesis may also hold an earlier regression that came and went
+        (`_past_window`), so that its runs do not speak for the test's flake rate.
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
-        same = (k + sum(e.shown for e in pushes), n + sum(e.runs for e in pushes))
-        other = (sum(e.other_shown for e in pushes), sum(e.other_runs for e in pushes))
-        intermittent = _log_half_sum(
-            self.flake.log_likelihood(same[0] + other[0], same[1] + other[1]),
-            self.flake.log_likelihood(*same) + self._quiet(*other),
-        )
+        same, other = _totals(k, n, pushes)
+        intermittent = self._flaky(same, other)
         # Runs from the change point on ("after"), for each change point, newest first.
         after_same, after_other = [k, n], [0, 0]
         wide: list[float] = []
@@ -212,20 +211,111 @@ class Priors:
             wide.append(self._change_point(same, other, after_same, after_other))
             alone.append(self._change_point(same, other, after_same, None))
         # c = this push: only the retriggers and this push's other configurations are after.
-        here_other = [sum(e.other_shown for e in pushes if e.ago == 0)]
-        here_other.append(sum(e.other_runs for e in pushes if e.ago == 0))
+        here_other = _here_other(pushes)
         now_wide = self._change_point(same, other, [k, n], here_other)
         now_alone = self._change_point(same, other, [k, n], None)
         regression = _log_half_sum(
             _log_half_sum(now_wide, _log_mean_exp(wide)) if wide else now_wide,
             _log_half_sum(now_alone, _log_mean_exp(alone)) if alone else now_alone,
         )
+        windows = _past_windows(tuple(pushes))
+        if windows.spans:
+            was_i, was_r = self._past_window(windows, same, other, (k, n), here_other)
+            intermittent = _log_mix(intermittent, windows.mean(was_i), _PAST_WINDOW_SHARE)
+            regression = _log_mix(regression, windows.mean(was_r), _PAST_WINDOW_SHARE)
         return regression - intermittent
+
+    def _flaky(self, same: tuple[int, int], other: tuple[int, int]) -> float:
+        """log P(runs | I) without a past regression: flaky on every configuration at one
+        rate, or on this one only, the others failing like any test."""
+        return _log_half_sum(
+            self.flake.log_likelihood(same[0] + other[0], same[1] + other[1]),
+            self.flake.log_likelihood(*same) + self._quiet(*other),
+        )
+
+    def past_regression(self, k: int, n: int, earlier: Sequence[EarlierRuns] = ()) -> Span | None:
+        """The span of earlier pushes where a regression of the test, since fixed, most
+        likely failed it, when under I that story tells the runs better than the test's
+        flakes alone; None otherwise. The evidence names it (`_decision`)."""
+        pushes = sorted(earlier, key=lambda e: e.ago)
+        windows = _past_windows(tuple(pushes))
+        if not windows.spans:
+            return None
+        same, other = _totals(k, n, pushes)
+        was_i, _ = self._past_window(windows, same, other, (k, n), _here_other(pushes))
+        told = math.log(_PAST_WINDOW_SHARE) + windows.mean(was_i)
+        if told <= math.log(1.0 - _PAST_WINDOW_SHARE) + self._flaky(same, other):
+            return None
+        return windows.spans[max(range(len(was_i)), key=was_i.__getitem__)]
+
+    def _past_window(
+        self,
+        windows: PastWindows,
+        same: tuple[int, int],
+        other: tuple[int, int],
+        now: tuple[int, int],
+        here_other: Sequence[int],
+    ) -> tuple[list[float], list[float]]:
+        """log P(runs | I, span), log P(runs | R, span) for every span of earlier pushes
+        that a regression, since fixed, may have broken (`PastWindows.mean` averages them).
+
+        Under I the test flakes at f outside the span (on every configuration, or on this
+        one only with the others failing like any test), and inside the span a regression
+        made it fail at its own rate (on every configuration, or on this one only). Under
+        R the span is the same, the runs between it and this push fail like any test, and
+        a new regression landed on this push (its other configurations too, or not). So a
+        test that failed every run for a while, was fixed and now flakes again is judged
+        on its runs since the fix, not as a test "failing since" the old regression.
+        """
+        was_i: list[float] = []
+        was_r: list[float] = []
+        flake, regression, quiet = self.flake, self.regression, self._quiet
+        for w in windows.spans:
+            inside = w.shown + w.other_shown, w.runs + w.other_runs
+            out = (same[0] - w.shown, same[1] - w.runs)
+            out_other = (other[0] - w.other_shown, other[1] - w.other_runs)
+            wide = regression.log_likelihood(*inside)
+            alone = regression.log_likelihood(w.shown, w.runs)
+            was_i.append(
+                _log_mean_exp(
+                    [
+                        flake.log_likelihood(out[0] + out_other[0], out[1] + out_other[1]) + wide,
+                        flake.log_likelihood(*out) + quiet(*out_other) + wide,
+                        flake.log_likelihood(out[0] + other[0], out[1] + other[1]) + alone,
+                        flake.log_likelihood(*out) + quiet(*other) + alone,
+                    ]
+                )
+            )
+            # Under R the retriggers (and, wide, this push's other configurations) are the
+            # new regression's; everything else outside the span fails like any test.
+            before = (out[0] - now[0], out[1] - now[1])
+            now_wide = regression.log_likelihood(now[0] + here_other[0], now[1] + here_other[1])
+            now_alone = regression.log_likelihood(*now)
+            rest_other = (out_other[0] - here_other[0], out_other[1] - here_other[1])
+            was_r.append(
+                _log_mean_exp(
+                    [
+                        quiet(before[0] + rest_other[0], before[1] + rest_other[1])
+                        + wide
+                        + now_wide,
+                        quiet(before[0] + out_other[0], before[1] + out_other[1])
+                        + wide
+                        + now_alone,
+                        quiet(
+                            before[0] + other[0] - here_other[0],
+                            before[1] + other[1] - here_other[1],
+                        )
+                        + alone
+                        + now_wide,
+                        quiet(before[0] + other[0], before[1] + other[1]) + alone + now_alone,
+                    ]
+                )
+            )
+        return was_i, was_r
 
     def _quiet(self, hits: int, runs: int) -> float:
         """log P(hits of runs) for a test with no reason to fail: never, or flaky by chance."""
-        flaky = math.log(_FLAKY_SHARE) + self.flake.log_likelihood(hits, runs)
-        return _log_add(math.log(1.0 - _FLAKY_SHARE), flaky) if hits == 0 else flaky
+        return _quiet(self.flake.a, self.flake.b, hits, runs)
 
     def _change_point(
         self,
@@ -419,7 +509,8 @@ class HistoryPolicy:
     rule: ClassVar[str] = (
         "P(regression) from the fleet's base rate, an open intermittent bug for every line, "
         "the test's runs on earlier pushes and other configurations (a regression landed on "
-        "some push and fails them from there on, or a flake fails them all along) and the "
+        "some push and fails them from there on, or a flake fails them all along; under "
+        "either, an earlier regression may have come and gone) and the "
         "retriggers that reproduced a failure line of the original (beta-binomial, rates "
         "fitted from earlier cases). Regression once P >= upper, intermittent once P <= "
         "lower; retriggers go out in waves just large enough that the verdict could be due; "
@@ -752,6 +843,7 @@ class HistoryPolicy:
                 _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n, history.earlier)),
                 4,
             ),
+            **_past_regression_said(priors, k, n, history.earlier),
             "thresholds": {
                 "lower": self.lower,
                 "upper": self.upper,
@@ -835,6 +927,23 @@ def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[b
     )
 
 
+def _past_regression_said(
+    priors: Priors, k: int, n: int, earlier: Sequence[EarlierRuns]
+) -> dict[str, Any]:
+    """{"past_regression": the span, its runs and how many showed the line} when a past
+    regression, since fixed, tells the test's earlier runs (`Priors.past_regression`)."""
+    span = priors.past_regression(k, n, earlier)
+    if span is None:
+        return {}
+    said = {
+        "from_pushes_ago": span.first_ago,
+        "to_pushes_ago": span.last_ago,
+        "runs": span.runs + span.other_runs,
+        "showed_line": span.shown + span.other_shown,
+    }
+    return {"past_regression": said}
+
+
 # A line whose own P(regression) is at least this is one of the regression's lines: more
 # likely broken than flaky.
 REGRESSION_LINE_P = 0.5
@@ -887,6 +996,101 @@ def configured(
     return replace(HistoryPolicy(), **{k: v for k, v in given.items() if v is not None})
 
 
+@dataclass(frozen=True)
+class Span:
+    """Consecutive earlier pushes, and the test's runs on them (this configuration and the
+    others) and how many showed the line."""
+
+    first_ago: int
+    last_ago: int
+    shown: int
+    runs: int
+    other_shown: int
+    other_runs: int
+
+
+@dataclass(frozen=True)
+class PastWindows:
+    """The spans a past regression, since fixed, may have covered (`_past_windows`)."""
+
+    spans: tuple[Span, ...]
+    possible: int  # every span of earlier pushes with runs that ends before the last one
+
+    def mean(self, log_likelihoods: list[float]) -> float:
+        """The log of the mean likelihood over every possible span, given those of
+        `spans`: the others count as impossible."""
+        return _log_mean_exp(log_likelihoods) + math.log(len(self.spans) / self.possible)
+
+
+# A past regression failed the test at least this many times as often as the rest of its
+# runs show (`_past_windows`).
+_PAST_WINDOW_RISE = 2.0
+# The prior weight of "a regression of this test came and went before", under I and R
+# alike: where no span fits, both lose the same and the odds do not move.
+_PAST_WINDOW_SHARE = 0.1
+
+
+def _totals(
+    k: int, n: int, pushes: Sequence[EarlierRuns]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(shown, runs) on this configuration, retriggers included, and on the others."""
+    same = (k + sum(e.shown for e in pushes), n + sum(e.runs for e in pushes))
+    return same, (sum(e.other_shown for e in pushes), sum(e.other_runs for e in pushes))
+
+
+def _here_other(pushes: Sequence[EarlierRuns]) -> list[int]:
+    """[shown, runs] on this push's other configurations."""
+    here = [e for e in pushes if e.ago == 0]
+    return [sum(e.other_shown for e in here), sum(e.other_runs for e in here)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _past_windows(pushes: tuple[EarlierRuns, ...]) -> PastWindows:
+    """The spans of earlier pushes that begin and end on a push where the test showed the
+    line, end before the newest earlier push with runs (a fix needs a run after it to
+    show), and showed the line at least `_PAST_WINDOW_RISE` times as often as the test's
+    other known runs (this push's other configurations included, its retriggers not).
+
+    A span that begins or ends on a clean push explains less than the one inside it, so
+    those add little to the average. A regression makes a test fail more often than its
+    flakes do: a span that failed no more than the rest is the flake rate changing, not a
+    past regression (as one, a flaky test's quieter weeks "explained" a regression failing
+    half its runs since, and that was called intermittent at 4 reproductions of 5)."""
+    runs = sorted(
+        (e for e in pushes if e.ago >= 1 and (e.runs or e.other_runs)), key=lambda e: -e.ago
+    )
+    if len(runs) < 2:
+        return PastWindows((), 0)
+    possible = len(runs) * (len(runs) - 1) // 2
+    failing = [i for i, e in enumerate(runs[:-1]) if e.shown or e.other_shown]
+    before = [(0, 0, 0, 0)]  # before[i]: the counts of runs[:i]
+    for e in runs:
+        before.append(tuple(t + c for t, c in zip(before[-1], _counts(e), strict=True)))
+    known = sum(e.shown + e.other_shown for e in pushes), sum(e.runs + e.other_runs for e in pushes)
+    spans = []
+    for x, i in enumerate(failing):
+        for j in failing[x:]:
+            span = Span(runs[i].ago, runs[j].ago, *_between(before[i], before[j + 1]))
+            inside = span.shown + span.other_shown, span.runs + span.other_runs
+            rest = known[0] - inside[0], max(1, known[1] - inside[1])
+            if inside[0] * rest[1] >= _PAST_WINDOW_RISE * rest[0] * inside[1]:
+                spans.append(span)
+    return PastWindows(tuple(spans), possible)
+
+
+def _counts(e: EarlierRuns) -> tuple[int, int, int, int]:
+    return (e.shown, e.runs, e.other_shown, e.other_runs)
+
+
+def _between(start: Sequence[int], end: Sequence[int]) -> tuple[int, ...]:
+    return tuple(b - a for a, b in zip(start, end, strict=True))
+
+
+def _log_mix(x: float, y: float, share: float) -> float:
+    """log((1 - share) e^x + share e^y)."""
+    return _log_add(x + math.log(1.0 - share), y + math.log(share))
+
+
 def _log_half_sum(x: float, y: float) -> float:
     """log(e^x / 2 + e^y / 2): two hypotheses with half the weight each."""
     return _log_add(x, y) - math.log(2.0)
@@ -900,6 +1104,18 @@ def _log_mean_exp(values: list[float]) -> float:
 def _log_add(x: float, y: float) -> float:
     top = max(x, y)
     return top + math.log(math.exp(x - top) + math.exp(y - top))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _beta_binomial(a: float, b: float, k: int, n: int) -> float:
+    # Cached: a case's spans and change points ask for the same counts again and again.
+    return _log_beta(a + k, b + n - k) - _log_beta(a, b)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _quiet(a: float, b: float, hits: int, runs: int) -> float:
+    flaky = math.log(_FLAKY_SHARE) + _beta_binomial(a, b, hits, runs)
+    return _log_add(math.log(1.0 - _FLAKY_SHARE), flaky) if hits == 0 else flaky
 
 
 def _log_beta(a: float, b: float) -> float:

@@ -115,6 +115,9 @@ def _history(
         for run in facts.get("runs") or []:
             if isinstance(run, Mapping):
                 out.sentences.append(_line_history(run))
+        past = history.get("past_regression")
+        if isinstance(past, Mapping):
+            out.sentences.append(_past_regression(past))
         bugs = [b for b in facts.get("open_bugs") or [] if b is not None]
         if bugs:
             named = ", ".join(f"bug {b}" for b in bugs)
@@ -154,6 +157,20 @@ def _judged_apart(facts: Mapping[str, Any]) -> str | None:
     return (
         f"Each failure line was judged on its own: {name(spoke)} speaks for the case "
         f"(P(regression) {_p(line_p[spoke])}); the others: {others}."
+    )
+
+
+def _past_regression(past: Mapping[str, Any]) -> str:
+    first, last = int(past.get("from_pushes_ago") or 0), int(past.get("to_pushes_ago") or 0)
+    when = (
+        f"{_n(first, 'push')} before this one"
+        if first == last
+        else f"from {first} to {last} pushes before this one"
+    )
+    return (
+        f"Earlier, {when}, the test showed the line in {past.get('showed_line')} of "
+        f"{_n(int(past.get('runs') or 0), 'run')}, and less often since: read as a regression"
+        " that came and went, not as how often the test flakes."
     )
 
 
