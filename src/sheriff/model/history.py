@@ -261,7 +261,11 @@ class Priors:
 
         Under I the test flakes at f outside the span (on every configuration, or on this
         one only with the others failing like any test), and inside the span a regression
-        made it fail at its own rate (on every configuration, or on this one only). Under
+        made it fail at its own rate (on every configuration, or on this one only; a flake
+        of this configuration alone goes with a span of this configuration alone: R has no
+        counterpart for a regression still failing this configuration beside a wider one
+        that came and went, and I alone explained that pair, calling 7 of world
+        20261217-13's regression cases intermittent). Under
         R the span is the same, the runs between it and this push fail like any test, and
         a new regression landed on this push (its other configurations too, or not). So a
         test that failed every run for a while, was fixed and now flakes again is judged
@@ -280,7 +284,6 @@ class Priors:
                 _log_mean_exp(
                     [
                         flake.log_likelihood(out[0] + out_other[0], out[1] + out_other[1]) + wide,
-                        flake.log_likelihood(*out) + quiet(*out_other) + wide,
                         flake.log_likelihood(out[0] + other[0], out[1] + other[1]) + alone,
                         flake.log_likelihood(*out) + quiet(*other) + alone,
                     ]
