@@ -360,6 +360,17 @@ def test_without_a_failure_before_no_past_regression_is_weighed() -> None:
     # Scattered flakes are no past regression: the flake rate tells them.
     scattered = same_configuration(FLAKES * 4)
     assert Priors(flake=RateDistribution(3.0, 17.0)).past_regression(0, 1, scattered) is None
+    # A regression failing about half its runs and never fixed, clean on the last three
+    # pushes by chance, did not come and go: three clean runs are no fall from one in two
+    # (world 20261217-7 lost such cases), though the same three after a span failing
+    # every run are one.
+    half = (True, False, True, True, False, True, False, True, True, False) * 2
+    spans = history_module._past_windows(same_configuration((False,) * 8 + half + (False,) * 3))
+    assert (23, 5) not in {(s.first_ago, s.last_ago) for s in spans.spans}  # all of it
+    every = history_module._past_windows(
+        same_configuration((False,) * 8 + (True,) * 10 + (False,) * 3)
+    )
+    assert (13, 4) in {(s.first_ago, s.last_ago) for s in every.spans}
 
 
 def test_the_evidence_names_a_past_regression() -> None:

@@ -1025,9 +1025,11 @@ class PastWindows:
         return _log_mean_exp(log_likelihoods) + math.log(len(self.spans) / self.possible)
 
 
-# A past regression failed the test at least this many times as often as the rest of its
-# runs show (`_past_windows`).
-_PAST_WINDOW_RISE = 2.0
+# A past regression failed the test at least this many times as often as its runs since
+# show (`_past_windows`).
+_PAST_WINDOW_FALL = 2.0
+# ... and the runs since show the fall for this sure (`_past_windows`).
+_PAST_WINDOW_SURE = 0.99
 # The prior weight of "a regression of this test came and went before", under I and R
 # alike: where no span fits, both lose the same and the odds do not move.
 _PAST_WINDOW_SHARE = 0.1
@@ -1050,15 +1052,25 @@ def _here_other(pushes: Sequence[EarlierRuns]) -> list[int]:
 @functools.lru_cache(maxsize=4096)
 def _past_windows(pushes: tuple[EarlierRuns, ...]) -> PastWindows:
     """The spans of earlier pushes that begin and end on a push where the test showed the
-    line, end before the newest earlier push with runs (a fix needs a run after it to
-    show), and showed the line at least `_PAST_WINDOW_RISE` times as often as the test's
-    other known runs (this push's other configurations included, its retriggers not).
+    line, end before the newest earlier push with runs (a fix needs runs after it to
+    show, and this push's other configurations alone are too few: a regression failing
+    half its runs, still failing, missed four of them and was called intermittent), and
+    showed the line at least `_PAST_WINDOW_FALL` times as often as the test's runs since
+    (on the earlier pushes after the span and this push's other configurations; its
+    retriggers not), and that many runs since showing it that seldom would be a chance
+    below 1 - `_PAST_WINDOW_SURE` had it kept failing at the span's rate (five clean runs
+    after a regression failing 57 % of its runs, never fixed, made its next cases flakes:
+    world 20261217-7).
 
     A span that begins or ends on a clean push explains less than the one inside it, so
-    those add little to the average. A regression makes a test fail more often than its
-    flakes do: a span that failed no more than the rest is the flake rate changing, not a
-    past regression (as one, a flaky test's quieter weeks "explained" a regression failing
-    half its runs since, and that was called intermittent at 4 reproductions of 5)."""
+    those add little to the average. A regression that came and went leaves the test
+    failing less often than it did: a span failing no more than the runs since is a
+    regression still failing, or the flake rate changing. Weighed as a past regression,
+    a flaky test's quieter weeks "explained" a regression failing half its runs since
+    (called intermittent at 4 reproductions of 5), and the first weeks of a regression
+    failing half its runs and never fixed made its later cases flakes (world
+    20261217-7: 5 more of its cases missed when the span was compared with all the other
+    runs, before it as well as since)."""
     runs = sorted(
         (e for e in pushes if e.ago >= 1 and (e.runs or e.other_runs)), key=lambda e: -e.ago
     )
@@ -1069,16 +1081,39 @@ def _past_windows(pushes: tuple[EarlierRuns, ...]) -> PastWindows:
     before = [(0, 0, 0, 0)]  # before[i]: the counts of runs[:i]
     for e in runs:
         before.append(tuple(t + c for t, c in zip(before[-1], _counts(e), strict=True)))
-    known = sum(e.shown + e.other_shown for e in pushes), sum(e.runs + e.other_runs for e in pushes)
+    here = _here_other(pushes)
     spans = []
     for x, i in enumerate(failing):
         for j in failing[x:]:
             span = Span(runs[i].ago, runs[j].ago, *_between(before[i], before[j + 1]))
+            since = _between(before[j + 1], before[-1])
+            since = since[0] + since[2] + here[0], since[1] + since[3] + here[1]
             inside = span.shown + span.other_shown, span.runs + span.other_runs
-            rest = known[0] - inside[0], max(1, known[1] - inside[1])
-            if inside[0] * rest[1] >= _PAST_WINDOW_RISE * rest[0] * inside[1]:
+            rate = inside[0] / inside[1]
+            if (
+                inside[0] * since[1] >= _PAST_WINDOW_FALL * since[0] * inside[1]
+                and _at_most(since[0], since[1], rate) <= 1.0 - _PAST_WINDOW_SURE
+            ):
                 spans.append(span)
     return PastWindows(tuple(spans), possible)
+
+
+def _at_most(hits: int, runs: int, rate: float) -> float:
+    """P(at most `hits` of `runs` fail) for runs failing at `rate` (binomial)."""
+    if rate <= 0.0:
+        return 1.0
+    if rate >= 1.0:
+        return 1.0 if hits >= runs else 0.0
+    return sum(
+        math.exp(
+            math.lgamma(runs + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(runs - i + 1)
+            + i * math.log(rate)
+            + (runs - i) * math.log1p(-rate)
+        )
+        for i in range(hits + 1)
+    )
 
 
 def _counts(e: EarlierRuns) -> tuple[int, int, int, int]:
