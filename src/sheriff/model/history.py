@@ -265,11 +265,11 @@ class Priors:
         of this configuration alone goes with a span of this configuration alone: R has no
         counterpart for a regression still failing this configuration beside a wider one
         that came and went, and I alone explained that pair, calling 7 of world
-        20261217-13's regression cases intermittent). Under
-        R the span is the same, the runs between it and this push fail like any test, and
-        a new regression landed on this push (its other configurations too, or not). So a
-        test that failed every run for a while, was fixed and now flakes again is judged
-        on its runs since the fix, not as a test "failing since" the old regression.
+        20261217-13's regression cases intermittent). Under R the span is the same, the
+        runs between it and this push fail like any test, and a new regression landed on
+        this push (its other configurations too, or not). So a test that failed every run
+        for a while, was fixed and now flakes again is judged on its runs since the fix,
+        not as a test "failing since" the old regression.
         """
         was_i: list[float] = []
         was_r: list[float] = []
@@ -1028,7 +1028,7 @@ class PastWindows:
 # A past regression failed the test at least this many times as often as its runs since
 # show (`_past_windows`).
 _PAST_WINDOW_FALL = 2.0
-# ... and the runs since show the fall for this sure (`_past_windows`).
+# How sure the runs since must show that fall (`_past_windows`).
 _PAST_WINDOW_SURE = 0.99
 # The prior weight of "a regression of this test came and went before", under I and R
 # alike: where no span fits, both lose the same and the odds do not move.
@@ -1086,8 +1086,8 @@ def _past_windows(pushes: tuple[EarlierRuns, ...]) -> PastWindows:
     for x, i in enumerate(failing):
         for j in failing[x:]:
             span = Span(runs[i].ago, runs[j].ago, *_between(before[i], before[j + 1]))
-            since = _between(before[j + 1], before[-1])
-            since = since[0] + since[2] + here[0], since[1] + since[3] + here[1]
+            after = _between(before[j + 1], before[-1])
+            since = after[0] + after[2] + here[0], after[1] + after[3] + here[1]
             inside = span.shown + span.other_shown, span.runs + span.other_runs
             rate = inside[0] / inside[1]
             if (
