@@ -274,6 +274,12 @@ class Priors:
         was_i: list[float] = []
         was_r: list[float] = []
         flake, regression, quiet = self.flake, self.regression, self._quiet
+        # The same for every span: the other configurations failing like any test, and
+        # under R the new regression's runs (the retriggers, and, wide, this push's other
+        # configurations).
+        quiet_other = quiet(*other)
+        now_wide = regression.log_likelihood(now[0] + here_other[0], now[1] + here_other[1])
+        now_alone = regression.log_likelihood(*now)
         for w in windows.spans:
             inside = w.shown + w.other_shown, w.runs + w.other_runs
             out = (same[0] - w.shown, same[1] - w.runs)
@@ -285,15 +291,13 @@ class Priors:
                     [
                         flake.log_likelihood(out[0] + out_other[0], out[1] + out_other[1]) + wide,
                         flake.log_likelihood(out[0] + other[0], out[1] + other[1]) + alone,
-                        flake.log_likelihood(*out) + quiet(*other) + alone,
+                        flake.log_likelihood(*out) + quiet_other + alone,
                     ]
                 )
             )
-            # Under R the retriggers (and, wide, this push's other configurations) are the
-            # new regression's; everything else outside the span fails like any test.
+            # Under R everything outside the span and the new regression's runs fails like
+            # any test.
             before = (out[0] - now[0], out[1] - now[1])
-            now_wide = regression.log_likelihood(now[0] + here_other[0], now[1] + here_other[1])
-            now_alone = regression.log_likelihood(*now)
             rest_other = (out_other[0] - here_other[0], out_other[1] - here_other[1])
             was_r.append(
                 _log_mean_exp(
@@ -904,7 +908,7 @@ def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:
     low, high = 0.0, 1.0
     for _ in range(40):
         mid = (low + high) / 2
-        tail = sum(math.comb(n, i) * mid**i * (1 - mid) ** (n - i) for i in range(k, n + 1))
+        tail = sum(_binomial(i, n, mid) for i in range(k, n + 1))
         low, high = (mid, high) if tail < 1 - sure else (low, mid)
     return low
 
@@ -1104,15 +1108,18 @@ def _at_most(hits: int, runs: int, rate: float) -> float:
         return 1.0
     if rate >= 1.0:
         return 1.0 if hits >= runs else 0.0
-    return sum(
-        math.exp(
-            math.lgamma(runs + 1)
-            - math.lgamma(i + 1)
-            - math.lgamma(runs - i + 1)
-            + i * math.log(rate)
-            + (runs - i) * math.log1p(-rate)
-        )
-        for i in range(hits + 1)
+    return sum(_binomial(i, runs, rate) for i in range(hits + 1))
+
+
+def _binomial(i: int, n: int, rate: float) -> float:
+    """P(exactly i of n fail) for runs failing at `rate`, 0 < rate < 1; in logs, so that
+    hundreds of runs neither overflow nor underflow on the way."""
+    return math.exp(
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * math.log(rate)
+        + (n - i) * math.log1p(-rate)
     )
 
 

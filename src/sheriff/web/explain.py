@@ -168,7 +168,7 @@ def _past_regression(past: Mapping[str, Any]) -> str:
         else f"from {first} to {last} pushes before this one"
     )
     return (
-        f"Earlier, {when}, the test showed the line in {past.get('showed_line')} of "
+        f"Earlier, {when}, the test showed the line in {int(past.get('showed_line') or 0)} of "
         f"{_n(int(past.get('runs') or 0), 'run')}, and less often since: read as a regression"
         " that came and went, not as how often the test flakes."
     )
