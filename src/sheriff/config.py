@@ -158,13 +158,16 @@ class Settings(BaseSettings):
     policy: str = "history"
     runs_wanted: int = 6  # original + 5 retriggers
     regression_min_reproductions: int = 2
-    # The `history` policy's thresholds on P(regression), and the clean retriggers an
-    # intermittent verdict needs, without and with an open bug (docs/history-policy.md).
+    # The `history` policy's thresholds on P(regression), the clean retriggers an
+    # intermittent verdict needs, without and with an open bug, and the P(regression) a
+    # reproduction may reach for an open bug and earlier failures to waive them
+    # (docs/history-policy.md).
     history_upper: float | None = None
     history_lower: float | None = None
     history_min_clean_runs: int | None = None
     history_min_clean_runs_with_bug: int | None = None
     history_at_cap: float | None = None
+    history_waiver_ceiling: float | None = None
     # A run whose log Treeherder has not parsed this long after the run ended (or could
     # not parse at all) has its live_backing.log read by sheriff itself.
     raw_log_after_minutes: float = Field(30, ge=0)

@@ -267,6 +267,34 @@ def test_an_open_bug_and_failures_on_earlier_pushes_decide_without_retriggers() 
     assert POLICY.decide(case(history=unknown)).kind is DecisionKind.RETRIGGER
 
 
+def test_the_waiver_holds_only_where_a_reproduction_would_not_matter() -> None:
+    # Both tests have an open bug and failed on earlier pushes. One fails a run in four: a
+    # reproduction would still say flake, and the history decides alone. The other failed
+    # twice in sixty runs: one reproduction would make its failure worth a second look
+    # (P > waiver_ceiling), so an intermittent verdict waits for one clean retrigger.
+    priors = Priors(base_rate=0.1)
+    often = same_configuration(((True,) + (False,) * 3) * 5)
+    rarely = tuple(
+        EarlierRuns(ago, runs=1, shown=int(ago == 17), other_runs=2, other_shown=int(ago == 9))
+        for ago in range(20, 0, -1)
+    )
+    flaky = CaseHistory(features={"open_bug": True}, priors=priors, earlier=often)
+    assert priors.posterior({"open_bug": True}, k=1, n=1, earlier=often) <= POLICY.waiver_ceiling
+    decision = POLICY.decide(case(history=flaky))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.retriggers == 0
+    seldom = replace(flaky, earlier=rarely)
+    assert priors.posterior({"open_bug": True}, k=1, n=1, earlier=rarely) > POLICY.waiver_ceiling
+    asked = POLICY.decide(case(history=seldom))
+    assert asked.kind is DecisionKind.RETRIGGER and asked.retriggers == 1
+    assert asked.p_regression <= POLICY.lower  # low already: only the waiver is withheld
+    assert "one that reproduced would make P 0.14, above 0.1" in asked.reason
+    settled = POLICY.decide(case(done("r1"), history=seldom))
+    assert settled.verdict is Verdict.INTERMITTENT
+    # With the waiver's ceiling at 1 (every reproduction "would not matter") the old rule.
+    trusting = replace(POLICY, waiver_ceiling=1.0)
+    assert trusting.decide(case(history=seldom)).verdict is Verdict.INTERMITTENT
+
+
 def test_another_configuration_failing_speeds_up_a_regression() -> None:
     # Two other configurations of the push show the line; the test never failed before.
     quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(10, 0, -1))
@@ -442,6 +470,7 @@ def test_evidence_says_why() -> None:
         "at_cap": 0.8,
         "min_clean_runs": 2,
         "min_clean_runs_with_bug": 1,
+        "waiver_ceiling": 0.1,
     }
     assert h["priors"]["cases"] == 0 and "P(regression)" in data["reason"]
 

@@ -106,6 +106,12 @@ def test_the_history_thresholds_come_from_the_settings(
     policy = policy_named("history", load_settings())
     assert isinstance(policy, HistoryPolicy)
     assert (policy.min_clean_runs_with_bug, policy.at_cap, policy.min_clean_runs) == (0, 0.9, 2)
+    monkeypatch.setenv("SHERIFF_HISTORY_WAIVER_CEILING", "1")
+    assert policy_named("history", load_settings()).waiver_ceiling == 1.0
+    monkeypatch.setenv("SHERIFF_HISTORY_WAIVER_CEILING", "1.5")
+    with pytest.raises(ConfigError, match="waiver_ceiling"):
+        policy_named("history", load_settings())
+    monkeypatch.delenv("SHERIFF_HISTORY_WAIVER_CEILING")
     monkeypatch.setenv("SHERIFF_HISTORY_MIN_CLEAN_RUNS_WITH_BUG", "-1")
     with pytest.raises(ConfigError, match="min_clean_runs"):
         policy_named("history", load_settings())

@@ -522,8 +522,9 @@ class HistoryPolicy:
         "fitted from earlier cases). Regression once P >= upper, intermittent once P <= "
         "lower; retriggers go out in waves just large enough that the verdict could be due; "
         "an intermittent verdict needs min_clean_runs retriggers that did not reproduce "
-        "(none when every line has an open intermittent bug and showed on an earlier push, "
-        "min_clean_runs_with_bug when only the bug says so), and never comes once "
+        "(none when every line has an open intermittent bug and showed on an earlier push "
+        "and one retrigger that reproduced would leave P <= waiver_ceiling, "
+        "min_clean_runs_with_bug otherwise), and never comes once "
         "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
         "P >= at_cap (a false regression costs four times a missed one). An original "
@@ -548,6 +549,10 @@ class HistoryPolicy:
     # regression in a test with a bug, which may keep the bug's failure line, would be
     # called intermittent without a run.
     min_clean_runs_with_bug: int = 1
+    # ... and that waiver holds only while one retrigger that reproduced would leave
+    # P(regression) at most this (`_clean_needed`): twice `lower`, so that what the
+    # retrigger could show would not make the case worth a second look.
+    waiver_ceiling: float = 0.1
 
     def __post_init__(self) -> None:
         if self.min_clean_runs < 0 or self.min_clean_runs_with_bug < 0:
@@ -564,6 +569,8 @@ class HistoryPolicy:
             raise ValueError(
                 f"the threshold at the cap must satisfy lower < at_cap <= upper, not {self.at_cap}"
             )
+        if not 0.0 <= self.waiver_ceiling <= 1.0:
+            raise ValueError(f"waiver_ceiling must be between 0 and 1, not {self.waiver_ceiling}")
 
     def decide(self, evidence: CaseEvidence) -> Decision:
         tally = _tally(evidence)
@@ -612,12 +619,13 @@ class HistoryPolicy:
         p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
         said = f" ({_short(history.facts['line'])})" if "line" in history.facts else ""
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced{said}"
-        clean_needed = self._clean_needed(every_line_known, history.earlier)
+        clean_needed = self._clean_needed(
+            priors, {**history.features, "open_bug": every_line_known}, k, n, earlier
+        )
         # No intermittent verdict before the cap once the seed rule's reproductions are in:
         # such a case spends every run, and then the model weighs them.
-        enough = any_line < evidence.min_reproductions and (
-            n - k >= min(clean_needed, evidence.runs_wanted - 1)
-        )
+        clean_needed_met = n - k >= min(clean_needed, evidence.runs_wanted - 1)
+        enough = any_line < evidence.min_reproductions and clean_needed_met
         # No regression verdict before the cap until a retrigger reproduced the failure on
         # this push: history says where to look, a reproduction confirms (and a regression
         # verdict sets a backfill going). A failure on two configurations at once, clean
@@ -681,9 +689,18 @@ class HistoryPolicy:
                 p=p,
             )
         wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions, earlier)
+        withheld = ""
+        if p <= self.lower and every_line_known and shown_before and not clean_needed_met:
+            # Low already, yet the open bug and earlier failures did not settle it: say why.
+            reproduced = priors.posterior(history.features, k=k + 1, n=n + 1, earlier=earlier)
+            withheld = (
+                f" (the open bug and the line's earlier failures would decide it without "
+                f"retriggers, but one that reproduced would make P {reproduced:.2f}, "
+                f"above {self.waiver_ceiling})"
+            )
         return self._decision(
             DecisionKind.RETRIGGER,
-            f"{why}; asking for {_plural(wave, 'more run')}",
+            f"{why}; asking for {_plural(wave, 'more run')}{withheld}",
             facts,
             history,
             k,
@@ -805,7 +822,7 @@ class HistoryPolicy:
         earlier: Sequence[EarlierRuns] = (),
     ) -> int:
         """The fewest runs after which either unanimous outcome would give a verdict."""
-        floor = self._clean_needed(bool(features.get("open_bug")), earlier)
+        floor = self._clean_needed(priors, features, k, n, earlier)
         for size in range(1, room + 1):
             up = priors.posterior(features, k=k + size, n=n + size, earlier=earlier)
             down = priors.posterior(features, k=k, n=n + size, earlier=earlier)
@@ -814,12 +831,30 @@ class HistoryPolicy:
                 return size
         return room
 
-    def _clean_needed(self, open_bug: bool, earlier: Sequence[EarlierRuns]) -> int:
+    def _clean_needed(
+        self,
+        priors: Priors,
+        features: Mapping[str, bool],
+        k: int,
+        n: int,
+        earlier: Sequence[EarlierRuns],
+    ) -> int:
         """Retriggers that did not reproduce an intermittent verdict needs: none when an
-        open bug and the test's own failures on earlier pushes both say it flakes."""
-        if not open_bug:
+        open bug and the test's own failures on earlier pushes both say it flakes, and one
+        retrigger that reproduced would still leave P(regression) at most `waiver_ceiling`.
+
+        The waiver rests on the test's past saying flake so plainly that a retrigger could
+        add nothing: true of a test failing a run in four, where a reproduction is what
+        it does anyway, not of one that failed twice in sixty runs, where a reproduction
+        is news. A regression in such a test keeps its bug's failure line, and on seven
+        development worlds of seed 20261218, 32 regression cases were called intermittent
+        with no retrigger (docs/history-policy.md has the figures)."""
+        if not features.get("open_bug"):
             return self.min_clean_runs
-        return 0 if failed_before(earlier)[0] else self.min_clean_runs_with_bug
+        if not failed_before(earlier)[0]:
+            return self.min_clean_runs_with_bug
+        reproduced = priors.posterior(features, k=k + 1, n=n + 1, earlier=earlier)
+        return 0 if reproduced <= self.waiver_ceiling else self.min_clean_runs_with_bug
 
     def _decision(
         self,
@@ -857,6 +892,7 @@ class HistoryPolicy:
                 "at_cap": self.at_cap,
                 "min_clean_runs": self.min_clean_runs,
                 "min_clean_runs_with_bug": self.min_clean_runs_with_bug,
+                "waiver_ceiling": self.waiver_ceiling,
             },
             "priors": priors.to_dict(),
         }
@@ -991,6 +1027,7 @@ def configured(
     min_clean_runs: int | None = None,
     at_cap: float | None = None,
     min_clean_runs_with_bug: int | None = None,
+    waiver_ceiling: float | None = None,
 ) -> HistoryPolicy:
     """The history policy with other thresholds (settings), validated."""
     given = {
@@ -999,6 +1036,7 @@ def configured(
         "min_clean_runs": min_clean_runs,
         "at_cap": at_cap,
         "min_clean_runs_with_bug": min_clean_runs_with_bug,
+        "waiver_ceiling": waiver_ceiling,
     }
     return replace(HistoryPolicy(), **{k: v for k, v in given.items() if v is not None})
 

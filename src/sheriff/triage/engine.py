@@ -128,6 +128,7 @@ def policy_named(name: str, settings: Settings | None = None) -> Policy:
                 min_clean_runs=settings.history_min_clean_runs,
                 at_cap=settings.history_at_cap,
                 min_clean_runs_with_bug=settings.history_min_clean_runs_with_bug,
+                waiver_ceiling=settings.history_waiver_ceiling,
             )
         return get_policy(name)
     except UnknownPolicyError as exc:
