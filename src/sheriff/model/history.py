@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -619,9 +619,13 @@ class HistoryPolicy:
         p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
         said = f" ({_short(history.facts['line'])})" if "line" in history.facts else ""
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced{said}"
-        clean_needed = self._clean_needed(
-            priors, {**history.features, "open_bug": every_line_known}, k, n, earlier
+        # P after one more retrigger that reproduced: the open-bug waiver weighs it, and the
+        # reason quotes it when the waiver is withheld (computed once, and only if asked).
+        waiver_features = {**history.features, "open_bug": every_line_known}
+        reproduced = functools.cache(
+            lambda: priors.posterior(waiver_features, k=k + 1, n=n + 1, earlier=earlier)
         )
+        clean_needed = self._clean_needed(every_line_known, earlier, reproduced)
         # No intermittent verdict before the cap once the seed rule's reproductions are in:
         # such a case spends every run, and then the model weighs them.
         clean_needed_met = n - k >= min(clean_needed, evidence.runs_wanted - 1)
@@ -692,10 +696,9 @@ class HistoryPolicy:
         withheld = ""
         if p <= self.lower and every_line_known and shown_before and not clean_needed_met:
             # Low already, yet the open bug and earlier failures did not settle it: say why.
-            reproduced = priors.posterior(history.features, k=k + 1, n=n + 1, earlier=earlier)
             withheld = (
                 f" (the open bug and the line's earlier failures would decide it without "
-                f"retriggers, but one that reproduced would make P {reproduced:.2f}, "
+                f"retriggers, but one that reproduced would make P {reproduced():.2f}, "
                 f"above {self.waiver_ceiling})"
             )
         return self._decision(
@@ -822,9 +825,14 @@ class HistoryPolicy:
         earlier: Sequence[EarlierRuns] = (),
     ) -> int:
         """The fewest runs after which either unanimous outcome would give a verdict."""
-        floor = self._clean_needed(priors, features, k, n, earlier)
+
+        @functools.cache
+        def up_after(size: int) -> float:
+            return priors.posterior(features, k=k + size, n=n + size, earlier=earlier)
+
+        floor = self._clean_needed(bool(features.get("open_bug")), earlier, lambda: up_after(1))
         for size in range(1, room + 1):
-            up = priors.posterior(features, k=k + size, n=n + size, earlier=earlier)
+            up = up_after(size)
             down = priors.posterior(features, k=k, n=n + size, earlier=earlier)
             clean_enough = n + size - k >= floor and k < min_reproductions
             if up >= self.upper or (down <= self.lower and clean_enough):
@@ -832,16 +840,12 @@ class HistoryPolicy:
         return room
 
     def _clean_needed(
-        self,
-        priors: Priors,
-        features: Mapping[str, bool],
-        k: int,
-        n: int,
-        earlier: Sequence[EarlierRuns],
+        self, open_bug: bool, earlier: Sequence[EarlierRuns], reproduced: Callable[[], float]
     ) -> int:
         """Retriggers that did not reproduce an intermittent verdict needs: none when an
         open bug and the test's own failures on earlier pushes both say it flakes, and one
-        retrigger that reproduced would still leave P(regression) at most `waiver_ceiling`.
+        retrigger that reproduced would still leave P(regression) (`reproduced()`) at most
+        `waiver_ceiling`.
 
         The waiver rests on the test's past saying flake so plainly that a retrigger could
         add nothing: true of a test failing a run in four, where a reproduction is what
@@ -849,12 +853,11 @@ class HistoryPolicy:
         is news. A regression in such a test keeps its bug's failure line, and on seven
         development worlds of seed 20261218, 32 regression cases were called intermittent
         with no retrigger (docs/history-policy.md has the figures)."""
-        if not features.get("open_bug"):
+        if not open_bug:
             return self.min_clean_runs
         if not failed_before(earlier)[0]:
             return self.min_clean_runs_with_bug
-        reproduced = priors.posterior(features, k=k + 1, n=n + 1, earlier=earlier)
-        return 0 if reproduced <= self.waiver_ceiling else self.min_clean_runs_with_bug
+        return 0 if reproduced() <= self.waiver_ceiling else self.min_clean_runs_with_bug
 
     def _decision(
         self,
