@@ -197,9 +197,20 @@ class PushHistory:
         regression's, not the test's own behaviour, and are left out. A regression that
         has not stopped failing (or stopped only after this push) is left in, since a
         case there may be that regression showing again; so is one whose flakes, called
-        regressions, keep it from ever stopping (world 20261216-14: README)."""
+        regressions, keep it from ever stopping (world 20261216-14: README).
+
+        So is one that began on the first push the store knows: nothing shows that the
+        test ever ran clean before it, so nothing shows that those failures were a
+        regression's rather than the test's own (a flake failing half its runs, called a
+        regression on push 0 and "stopped" by a lucky clean streak, lost its whole record
+        and was called a regression again on every push after: world 20261219-8)."""
         if repository_id not in self.cache.stopped:
             first, stop = push.alias("first"), push.alias("stop")
+            known_since = self.conn.execute(
+                sa.select(sa.func.min(push.c.push_time)).where(
+                    push.c.repository_id == repository_id
+                )
+            ).scalar_one()
             self.cache.stopped[repository_id] = [
                 (list(r.tests or ()), r.began, r.stopped)
                 for r in self.conn.execute(
@@ -217,6 +228,7 @@ class PushHistory:
                         regression.c.merged_into.is_(None),
                     )
                 )
+                if r.began > known_since
             ]
         explained: dict[str, set[int]] = {}
         for tests, began, stopped in self.cache.stopped[repository_id]:
