@@ -586,3 +586,27 @@ def test_a_crash_beside_a_test_failure_changes_nothing() -> None:
     runs = [replace(done(f"r{i}"), crash_lines=(CRASH,)) for i in range(1, 6)]
     decision = POLICY.decide(CaseEvidence(original, tuple(runs), history=NEUTRAL))
     assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
+
+
+def test_the_flake_prior_is_wide_until_the_fleets_flakes_are_seen() -> None:
+    """On a repository's first pushes nothing says how often its flakes fail: a test
+    failing on push 1 on three of six configurations and three of five retriggers, clean on
+    push 0's one run, is what a flake failing half its runs does, and a prior sure that
+    flakes fail a run in ten called it a regression. The flake prior starts wide and
+    narrows as the model's own intermittent verdicts come in."""
+    earlier = (
+        EarlierRuns(2, runs=0, other_runs=1),
+        EarlierRuns(1, runs=4, shown=2, other_runs=5, other_shown=3),
+        EarlierRuns(0, other_runs=1),
+    )
+    unseen = fit_priors([])
+    seen = fit_priors([PastCase(p=0.01, k=0, n=2, regression=False)] * 10)
+    assert unseen.flake.a + unseen.flake.b == pytest.approx(5.0)
+    assert seen.flake.a + seen.flake.b == pytest.approx(20.0)
+    half = fit_priors([PastCase(p=0.01, k=0, n=2, regression=False)] * 5)
+    assert 5.0 < half.flake.a + half.flake.b < 20.0
+    # Not a regression at the cap (at_cap 0.8) with nothing fitted ...
+    assert unseen.posterior({}, k=3, n=5, earlier=earlier) < HistoryPolicy().at_cap
+    # ... where the narrow prior, with the same base rate, made it one.
+    narrow = replace(unseen, flake=RateDistribution(2.0, 18.0))
+    assert narrow.posterior({}, k=3, n=5, earlier=earlier) > HistoryPolicy().at_cap

@@ -72,6 +72,14 @@ _DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
 # Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
 # regression's anywhere from "sometimes" (an intermittent regression) to always.
 _FLAKE_SPREAD = 20.0
+# ... once the fit has seen this many intermittent verdicts; before, the concentration
+# rises from _FLAKE_SPREAD_UNSEEN. On a repository's first pushes nothing yet says how
+# often its flakes fail, and a prior sure that flakes fail about a run in ten called a
+# test flaking half its runs a regression on push after push (world 20261219-15: 6 of
+# its 9 false regressions on its first five pushes, where the fleet's flakes fail 27 %
+# of runs); its own intermittent verdicts are what teach the model otherwise.
+_FLAKE_SPREAD_UNSEEN = 5.0
+_FLAKE_SPREAD_SEEN = 10.0
 # The flake repeat rate is fitted from the policy's own intermittent verdicts, and the
 # flakes that repeated most are the ones it called regressions, left out of that fit: the
 # fit is biased low, and a low flake rate turns the next flake that repeats into a
@@ -431,10 +439,11 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     disputed = sum(1 for c in cases if c.regression is not None and contested(c))
     reg = sum(_verdict(c) for c in agreed) + 0.5 * disputed
     base = (reg + _DEFAULT_BASE[0]) / (len(agreed) + disputed + sum(_DEFAULT_BASE))
+    intermittents = sum(1.0 - _verdict(c) for c in agreed)
     flake = _fit_rate(
         [(1.0 - _verdict(c), c.k, c.n) for c in agreed],
         _DEFAULT_FLAKE,
-        _FLAKE_SPREAD,
+        _flake_spread(intermittents),
         floor=_FLAKE_FLOOR,
     )
     regression = _fit_rate(
@@ -457,6 +466,13 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     return Priors(
         base_rate=base, flake=flake, regression=regression, feature_log_lr=lrs, cases=len(cases)
     )
+
+
+def _flake_spread(intermittents: float) -> float:
+    """The flake distribution's concentration after this many intermittent verdicts: wide
+    while the fleet's flakes are unseen, `_FLAKE_SPREAD` once `_FLAKE_SPREAD_SEEN` are in."""
+    seen = min(1.0, intermittents / _FLAKE_SPREAD_SEEN)
+    return _FLAKE_SPREAD_UNSEEN + (_FLAKE_SPREAD - _FLAKE_SPREAD_UNSEEN) * seen
 
 
 # A regression verdict with none of at least this many retriggers reproduced, or an
