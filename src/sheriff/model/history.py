@@ -72,12 +72,13 @@ _DEFAULT_REGRESSION = (2.4, 3.0)  # a regression repeats ~80%
 # Beta concentrations: a flake's repeat rate is small for nearly every flaky test, a
 # regression's anywhere from "sometimes" (an intermittent regression) to always.
 _FLAKE_SPREAD = 20.0
-# ... once the fit has seen this many intermittent verdicts; before, the concentration
-# rises from _FLAKE_SPREAD_UNSEEN. On a repository's first pushes nothing yet says how
-# often its flakes fail, and a prior sure that flakes fail about a run in ten called a
-# test flaking half its runs a regression on push after push (world 20261219-15: 6 of
-# its 9 false regressions on its first five pushes, where the fleet's flakes fail 27 %
-# of runs); its own intermittent verdicts are what teach the model otherwise.
+# The flake concentration is _FLAKE_SPREAD only once the fit has seen _FLAKE_SPREAD_SEEN
+# intermittent verdicts; with none it is _FLAKE_SPREAD_UNSEEN, rising linearly between
+# (`_flake_spread`). On a repository's first pushes nothing yet says how often its flakes
+# fail, and a prior sure that flakes fail about a run in ten called a test flaking half
+# its runs a regression on push after push (world 20261219-15: 6 of its 9 false
+# regressions on its first five pushes, where the fleet's flakes fail 27 % of runs); its
+# own intermittent verdicts are what teach the model otherwise.
 _FLAKE_SPREAD_UNSEEN = 5.0
 _FLAKE_SPREAD_SEEN = 10.0
 # The flake repeat rate is fitted from the policy's own intermittent verdicts, and the

@@ -203,7 +203,8 @@ class PushHistory:
         test ever ran clean before it, so nothing shows that those failures were a
         regression's rather than the test's own (a flake failing half its runs, called a
         regression on push 0 and "stopped" by a lucky clean streak, lost its whole record
-        and was called a regression again on every push after: world 20261219-8)."""
+        and was called a regression again each time it failed on pushes 44 to 48: world
+        20261219-8)."""
         if repository_id not in self.cache.stopped:
             first, stop = push.alias("first"), push.alias("stop")
             known_since = self.conn.execute(
