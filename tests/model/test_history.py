@@ -590,10 +590,10 @@ def test_a_crash_beside_a_test_failure_changes_nothing() -> None:
 
 def test_the_flake_prior_is_wide_until_the_fleets_flakes_are_seen() -> None:
     """On a repository's first pushes nothing says how often its flakes fail: a test
-    failing on push 1 on three of six configurations and three of five retriggers, clean on
-    push 0's one run, is what a flake failing half its runs does, and a prior sure that
-    flakes fail a run in ten called it a regression. The flake prior starts wide and
-    narrows as the model's own intermittent verdicts come in."""
+    failing three of five retriggers on push 2, having failed five of nine runs on push 1
+    and passed push 0's one run, is what a flake failing half its runs does, and a prior
+    sure that flakes fail a run in ten called it a regression. The flake prior starts wide
+    and narrows as the model's own intermittent verdicts come in."""
     earlier = (
         EarlierRuns(2, runs=0, other_runs=1),
         EarlierRuns(1, runs=4, shown=2, other_runs=5, other_shown=3),
