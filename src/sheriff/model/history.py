@@ -440,11 +440,11 @@ def fit_priors(past: Iterable[PastCase]) -> Priors:
     disputed = sum(1 for c in cases if c.regression is not None and contested(c))
     reg = sum(_verdict(c) for c in agreed) + 0.5 * disputed
     base = (reg + _DEFAULT_BASE[0]) / (len(agreed) + disputed + sum(_DEFAULT_BASE))
-    intermittents = sum(1.0 - _verdict(c) for c in agreed)
+    as_flakes = [(1.0 - _verdict(c), c.k, c.n) for c in agreed]
     flake = _fit_rate(
-        [(1.0 - _verdict(c), c.k, c.n) for c in agreed],
+        as_flakes,
         _DEFAULT_FLAKE,
-        _flake_spread(intermittents),
+        _flake_spread(sum(weight for weight, _, _ in as_flakes)),
         floor=_FLAKE_FLOOR,
     )
     regression = _fit_rate(

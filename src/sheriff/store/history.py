@@ -207,11 +207,11 @@ class PushHistory:
         20261219-8)."""
         if repository_id not in self.cache.stopped:
             first, stop = push.alias("first"), push.alias("stop")
-            known_since = self.conn.execute(
-                sa.select(sa.func.min(push.c.push_time)).where(
-                    push.c.repository_id == repository_id
-                )
-            ).scalar_one()
+            known_since = (
+                sa.select(sa.func.min(push.c.push_time))
+                .where(push.c.repository_id == repository_id)
+                .scalar_subquery()
+            )
             self.cache.stopped[repository_id] = [
                 (list(r.tests or ()), r.began, r.stopped)
                 for r in self.conn.execute(
@@ -227,9 +227,9 @@ class PushHistory:
                     .where(
                         regression.c.repository_id == repository_id,
                         regression.c.merged_into.is_(None),
+                        first.c.push_time > known_since,
                     )
                 )
-                if r.began > known_since
             ]
         explained: dict[str, set[int]] = {}
         for tests, began, stopped in self.cache.stopped[repository_id]:
