@@ -14,6 +14,7 @@ from sheriff.backfill import (
     pushes_to_watch,
     reports,
 )
+from sheriff.backfill.reports import regression_of
 from sheriff.store.schema import (
     backfill_record,
     backfill_report,
@@ -22,7 +23,18 @@ from sheriff.store.schema import (
     run_observation,
     triage_case,
 )
-from tests.backfill.conftest import CRASH, LINE, START, SUITE, TEST, A, B, FakeCI, revision
+from tests.backfill.conftest import (
+    CRASH,
+    LINE,
+    NOISE,
+    START,
+    SUITE,
+    TEST,
+    A,
+    B,
+    FakeCI,
+    revision,
+)
 
 HOUR = timedelta(hours=1)
 
@@ -473,3 +485,37 @@ def test_a_crash_between_tests_is_looked_for_in_the_manifest_it_failed_in(engine
         context = conn.execute(sa.select(backfill_record.c.context)).scalar_one()
     assert context["manifests"] == [A]
     assert context["test_manifests"] == [A, B]  # what the chunk ran, for the record
+
+
+def test_a_crash_judged_beside_a_flaky_tests_line_is_what_the_search_looks_for(
+    ci: FakeCI,
+) -> None:
+    """The policy judged the case on its crash between tests (`history.crash_lines`), not
+    on the flaky test's TEST-UNEXPECTED line beside it: the crash line is the regression's,
+    the line of the test that failed beside it is not."""
+    ci.history()
+    case = ci.regression_case(20, retriggers=0)
+    raw = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + 0x1f2] | pid: 4242"
+    runs = [ci.add_run(20, [A, B], action="retrigger", failed=True) for _ in range(4)]
+    with ci.engine.begin() as conn:
+        original = conn.execute(
+            sa.select(triage_case.c.job_id).where(triage_case.c.id == case)
+        ).scalar_one()
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id == original)
+            .values(failure_lines=[NOISE], raw_failure_lines=[NOISE, raw])
+        )
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id.in_(runs))
+            .values(failure_lines=[], raw_failure_lines=[raw])
+        )
+        conn.execute(
+            sa.update(triage_case)
+            .where(triage_case.c.id == case)
+            .values(evidence={"history": {"crash_lines": [CRASH], "facts": {"line_p": {}}}})
+        )
+        found = regression_of(conn, original)
+    assert found.lines == [CRASH] and found.tests == []
+    assert found.fail_rate > 0.5  # all four retriggers crashed

@@ -19,6 +19,7 @@ from sheriff.model.history import (
     RateDistribution,
     configured,
     fit_priors,
+    regression_lines,
     same_configuration,
 )
 from sheriff.model.policy import (
@@ -580,12 +581,37 @@ def test_a_crash_between_tests_is_compared_by_its_crash_line() -> None:
     assert seed.verdict is Verdict.INTERMITTENT and seed.evidence.reproducing == ()
 
 
-def test_a_crash_beside_a_test_failure_changes_nothing() -> None:
-    """With a TEST-UNEXPECTED line the crash line is no second count: the lines decide."""
+def test_a_crash_between_tests_beside_a_test_failure_is_judged_on_its_own() -> None:
+    """A crash that no TEST-UNEXPECTED line of the original accounts for is judged by its
+    crash line whenever the test lines do not make the case a regression: a crash
+    regression fails in runs where another test flakes. A crash of a test that one of the
+    lines names is that line's failure: the lines decide, as before."""
     original = replace(ORIGINAL, crash_lines=(CRASH,))
-    runs = [replace(done(f"r{i}"), crash_lines=(CRASH,)) for i in range(1, 6)]
-    decision = POLICY.decide(CaseEvidence(original, tuple(runs), history=NEUTRAL))
+    first = POLICY.decide(CaseEvidence(original, history=NEUTRAL))
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
+    crashing = [
+        replace(done(f"r{i}"), result="testfailed", crash_lines=(CRASH,)) for i in range(1, 6)
+    ]
+    decision = POLICY.decide(CaseEvidence(original, tuple(crashing), history=NEUTRAL))
+    assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 5
+    assert "none of its failure lines accounts for it" in decision.reason
+    assert "its failure lines: P(regression)" in decision.reason
+    assert regression_lines(decision.to_dict()) == [CRASH]
+    # Neither the test line nor the crash came back: intermittent, on every run.
+    clean = [done(f"r{i}") for i in range(1, 6)]
+    decision = POLICY.decide(CaseEvidence(original, tuple(clean[:2]), history=NEUTRAL))
+    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 3
+    decision = POLICY.decide(CaseEvidence(original, tuple(clean), history=NEUTRAL))
     assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
+    # The crash of the failing test itself (xpcshell names it `manifest:test`).
+    own = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | "
+    for crash in (own + "dom/a/test_a.html", own + "xpcshell.toml:dom/a/test_a.html"):
+        original = replace(ORIGINAL, crash_lines=(crash,))
+        runs = [
+            replace(done(f"r{i}"), result="testfailed", crash_lines=(crash,)) for i in range(1, 6)
+        ]
+        decision = POLICY.decide(CaseEvidence(original, tuple(runs), history=NEUTRAL))
+        assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
 
 
 def test_the_flake_prior_is_wide_until_the_fleets_flakes_are_seen() -> None:

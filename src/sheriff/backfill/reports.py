@@ -111,8 +111,10 @@ def regression_of(
         # own): a flaky test that failed beside them, and happened to fail again in a
         # retrigger, is not what the search must find on earlier pushes, nor what groups
         # cases.
+        # A crash between tests judged beside them is looked for too.
         judged = set(regression_lines(_case_evidence(conn, job_id)))
-        lines = [line for line in lines if line in judged] or lines
+        every = _observed_lines(conn, job_id, crashes=True) or []
+        lines = [line for line in every if line in judged] or lines
     retriggers = conn.execute(
         sa.select(
             job.c.result,

@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "LineKind",
+    "crash_accounted_for",
     "crash_lines",
     "failing_test",
     "failure_lines",
@@ -217,6 +218,16 @@ def failing_test(line: str) -> str | None:
     if len(parts) >= 2 and parts[0].startswith("TEST-UNEXPECTED-") and parts[1]:
         return parts[1]
     return None
+
+
+def crash_accounted_for(crash: str, tests: Iterable[str]) -> bool:
+    """Whether a `PROCESS-CRASH | signature | test` line is the crash of one of `tests`
+    (the tests the run's TEST-UNEXPECTED lines name). xpcshell names the crashed test
+    `manifest.toml:path`; a crash between tests names its process (`pid: <pid>`) and a
+    crash at the end of a manifest the manifest: those are no failing test's."""
+    fields = [f.strip() for f in crash.split(" | ")]
+    crashed = fields[-1] if len(fields) >= 3 else ""
+    return any(crashed == test or crashed.endswith(":" + test) for test in tests if test)
 
 
 def failure_lines(lines: Iterable[str], kind: LineKind = LineKind.TEST_FAILURE) -> list[str]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from sheriff.model.errorsummary import FailureKind
-from sheriff.model.failure_lines import failing_test
+from sheriff.model.failure_lines import crash_accounted_for, failing_test
 from sheriff.model.policy import (
     CaseEvidence,
     Decision,
@@ -544,10 +544,11 @@ class HistoryPolicy:
         "min_clean_runs_with_bug otherwise), and never comes once "
         "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
-        "P >= at_cap (a false regression costs four times a missed one). An original "
-        "whose only failure lines are PROCESS-CRASH lines is decided by the seed rule's "
-        "count of retriggers with the same normalised crash line; one without any failure "
-        "line is intermittent."
+        "P >= at_cap (a false regression costs four times a missed one). A PROCESS-CRASH "
+        "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
+        "tests) is judged by the seed rule's count of retriggers with the same normalised "
+        "crash line: alone it decides the case, beside test lines whenever they do not make "
+        "it a regression; an original without any failure line is intermittent."
     )
     upper: float = 0.98
     lower: float = 0.05
@@ -592,7 +593,6 @@ class HistoryPolicy:
     def decide(self, evidence: CaseEvidence) -> Decision:
         tally = _tally(evidence)
         history = evidence.history if isinstance(evidence.history, CaseHistory) else CaseHistory()
-        priors = history.priors
         facts = _evidence(self, evidence, tally)
         k, n = len(tally.reproducing), tally.counted
         in_flight = len(tally.unsettled) + evidence.requested_not_visible
@@ -607,11 +607,12 @@ class HistoryPolicy:
         failed_tests = _errorsummary_tests(evidence) if not tally.lines else frozenset()
         if failed_tests:
             return self._by_errorsummary(evidence, failed_tests, facts, history, n, in_flight)
-        # An original whose only failure lines are PROCESS-CRASH lines (a crash between
-        # tests names no test): the same crash signature in the retriggers reproduces it,
-        # the seed rule's count on those lines decides, on every run.
-        crashes = _crash_lines(evidence) if not tally.lines else ()
-        if crashes:
+        # A PROCESS-CRASH line that none of the original's TEST-UNEXPECTED lines accounts
+        # for (a crash between tests names no test): the same crash signature in the
+        # retriggers reproduces it, and the seed rule's count on those lines decides, on
+        # every run. Alone, it decides the case.
+        crashes = _unaccounted_crashes(evidence, tally)
+        if crashes and not tally.lines:
             return self._by_crash_lines(evidence, crashes, facts, history, n, in_flight)
         if not tally.lines:
             p = 0.0
@@ -626,6 +627,30 @@ class HistoryPolicy:
                 p=p,
                 cancel=_cancellable(evidence.retriggers),
             )
+        decision = self._by_lines(evidence, tally, history, facts, n, in_flight)
+        if crashes and decision.verdict is not Verdict.REGRESSION:
+            # Beside test lines, such a crash is still to judge when they do not make the
+            # case a regression: a crash regression fails in runs where other tests flake,
+            # and judged on the flaky test's line alone, 9 cases of a crash regression
+            # failing 68 % of runs were called intermittent (world 20261220-19; 31 cases
+            # of 7 worlds of that seed).
+            return self._by_crash_lines(
+                evidence, crashes, facts, history, n, in_flight, beside=decision.reason
+            )
+        return decision
+
+    def _by_lines(
+        self,
+        evidence: CaseEvidence,
+        tally: Any,
+        history: CaseHistory,
+        facts: Any,
+        n: int,
+        in_flight: int,
+    ) -> Decision:
+        """The case as its TEST-UNEXPECTED lines tell it: the model's P(regression)."""
+        priors = history.priors
+        k = len(tally.reproducing)
         # Every line is judged on its own retriggers and its own test's past, and the line
         # likeliest to be a regression speaks for the case: a regressed test failing beside
         # a flaky one (often, in a world of flaky tests) is the regression's case, and the
@@ -779,7 +804,9 @@ class HistoryPolicy:
         history: CaseHistory,
         n: int,
         in_flight: int,
+        beside: str = "",
     ) -> Decision:
+        """`beside`: what the original's TEST-UNEXPECTED lines said (none: no such line)."""
         wanted = set(crashes)
         k = sum(
             1
@@ -787,10 +814,14 @@ class HistoryPolicy:
             if run.settled and not run.void and wanted & set(run.crash_lines)
         )
         shown = "; ".join(crashes[:3]) + ("; …" if len(crashes) > 3 else "")
-        why = (
-            f"the original's only failure lines are PROCESS-CRASH lines ({shown}): {k} of "
-            f"{_plural(n, 'retrigger')} crashed with the same signature"
+        said = (
+            f"the original crashed where none of its failure lines accounts for it ({shown})"
+            if beside
+            else f"the original's only failure lines are PROCESS-CRASH lines ({shown})"
         )
+        why = f"{said}: {k} of {_plural(n, 'retrigger')} crashed with the same signature"
+        if beside:
+            why = f"{why}; its failure lines: {beside}"
         return self._by_seed_count(evidence, k, why, facts, history, n, in_flight, crashes=crashes)
 
     def _by_seed_count(
@@ -1014,10 +1045,13 @@ REGRESSION_LINE_P = 0.5
 
 def regression_lines(evidence: Mapping[str, Any] | None) -> list[str]:
     """The failure lines a case's stored history judged likelier a regression than not
-    (`facts.line_p`); empty when it judged none, or no line on its own (another policy,
-    an older case)."""
-    facts = ((evidence or {}).get("history") or {}).get("facts") or {}
-    line_p = facts.get("line_p") or {}
+    (`facts.line_p`), or the crash lines it was judged on (`crash_lines`); empty when it
+    judged none, or no line on its own (another policy, an older case)."""
+    history = (evidence or {}).get("history") or {}
+    crashes = history.get("crash_lines") or []
+    if crashes:
+        return sorted(crashes)
+    line_p = (history.get("facts") or {}).get("line_p") or {}
     return sorted(line for line, p in line_p.items() if p >= REGRESSION_LINE_P)
 
 
@@ -1025,10 +1059,16 @@ def _short(line: str, width: int = 90) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def _crash_lines(evidence: CaseEvidence) -> tuple[str, ...]:
-    """The original's normalised PROCESS-CRASH lines, once its lines are known."""
+def _unaccounted_crashes(evidence: CaseEvidence, tally: Any) -> tuple[str, ...]:
+    """The original's normalised PROCESS-CRASH lines, once its lines are known, that are
+    not the crash of a test one of its TEST-UNEXPECTED lines names."""
     original = evidence.original
-    return tuple(dict.fromkeys(original.crash_lines)) if original.lines_known else ()
+    if not original.lines_known:
+        return ()
+    tests = [failing_test(r.line) or "" for r in tally.lines]
+    return tuple(
+        line for line in dict.fromkeys(original.crash_lines) if not crash_accounted_for(line, tests)
+    )
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:
