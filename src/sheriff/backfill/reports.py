@@ -69,6 +69,15 @@ class Regression:
 def _observed_lines(conn: sa.Connection, job_id: int, crashes: bool = False) -> list[str] | None:
     """The run's lines naming a failing test, else its crash lines; with `crashes` both
     (its crashes between tests too)."""
+    seen = _run_lines(conn, job_id)
+    if seen is None:
+        return None
+    named, crashed = seen
+    return _with_crashes_between(named, crashed) if crashes else named or crashed
+
+
+def _run_lines(conn: sa.Connection, job_id: int) -> tuple[list[str], list[str]] | None:
+    """(lines naming a failing test, normalised crash lines) of the run, once read."""
     row = conn.execute(
         sa.select(run_observation.c.failure_lines, run_observation.c.raw_failure_lines).where(
             run_observation.c.job_id == job_id
@@ -76,12 +85,12 @@ def _observed_lines(conn: sa.Connection, job_id: int, crashes: bool = False) -> 
     ).first()
     if row is None or row.failure_lines is None:
         return None
+    return [line for line in row.failure_lines if test_of(line)], crash_lines(row.raw_failure_lines)
+
+
+def _with_crashes_between(named: list[str], crashed: list[str]) -> list[str]:
     # A crash between tests names no test: its PROCESS-CRASH line is what to look for.
-    named = [line for line in row.failure_lines if test_of(line)]
-    crashed = crash_lines(row.raw_failure_lines)
-    if crashes:
-        return named + [line for line in crashed if not names_a_test(line)]
-    return named or crashed
+    return named + [line for line in crashed if not names_a_test(line)]
 
 
 def regression_of(
@@ -103,18 +112,17 @@ def regression_of(
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .where(job.c.id == job_id)
     ).one()
-    lines = _observed_lines(conn, job_id, crashes=only is not None) or []
+    named, crashed = _run_lines(conn, job_id) or ([], [])
+    every = _with_crashes_between(named, crashed)
     if only is not None:
-        lines = [line for line in lines if line in only]
+        lines = [line for line in every if line in only]
     else:
         # The lines the case's policy judged the regression's (history: each line on its
-        # own): a flaky test that failed beside them, and happened to fail again in a
-        # retrigger, is not what the search must find on earlier pushes, nor what groups
-        # cases.
-        # A crash between tests judged beside them is looked for too.
+        # own, or a crash between tests judged beside them): a flaky test that failed
+        # beside them, and happened to fail again in a retrigger, is not what the search
+        # must find on earlier pushes, nor what groups cases.
         judged = set(regression_lines(_case_evidence(conn, job_id)))
-        every = _observed_lines(conn, job_id, crashes=True) or []
-        lines = [line for line in every if line in judged] or lines
+        lines = [line for line in every if line in judged] or named or crashed
     retriggers = conn.execute(
         sa.select(
             job.c.result,

@@ -627,7 +627,7 @@ class HistoryPolicy:
                 p=p,
                 cancel=_cancellable(evidence.retriggers),
             )
-        decision = self._by_lines(evidence, tally, history, facts, n, in_flight)
+        decision = self._by_lines(evidence, tally, history, facts, k, n, in_flight)
         if crashes and decision.verdict is not Verdict.REGRESSION:
             # Beside test lines, such a crash is still to judge when they do not make the
             # case a regression: a crash regression fails in runs where other tests flake,
@@ -645,12 +645,12 @@ class HistoryPolicy:
         tally: Any,
         history: CaseHistory,
         facts: Any,
+        k: int,
         n: int,
         in_flight: int,
     ) -> Decision:
         """The case as its TEST-UNEXPECTED lines tell it: the model's P(regression)."""
         priors = history.priors
-        k = len(tally.reproducing)
         # Every line is judged on its own retriggers and its own test's past, and the line
         # likeliest to be a regression speaks for the case: a regressed test failing beside
         # a flaky one (often, in a world of flaky tests) is the regression's case, and the
