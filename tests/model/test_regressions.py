@@ -3,6 +3,7 @@
 from sheriff.model.regressions import (
     CaseFacts,
     Group,
+    clean_runs_to_stop,
     group_cases,
     match,
     merge_target,
@@ -90,6 +91,19 @@ def test_stopped_failing_needs_clean_pushes_in_a_row() -> None:
     assert stopped_failing(10, [(11, 2, 0), (12, 0, 1), (13, 1, 0), (14, 3, 0)]) == 13
     assert stopped_failing(10, [(11, 0, 0), (12, 1, 0), (13, 1, 0)]) == 12  # 11 ran nothing
     assert stopped_failing(10, [(9, 5, 0), (11, 1, 0)]) is None
+
+
+def test_clean_runs_to_stop_grow_with_the_places_a_streak_was_looked_for() -> None:
+    assert clean_runs_to_stop(1.0, looks=50) == 1  # a permanent one never runs clean
+    assert clean_runs_to_stop(0.6) == 6  # 0.4 ** 6 < 0.01 < 0.4 ** 5
+    # Over 40 later pushes a streak of 6 turns up by chance far above 1 % of the time;
+    # 40 * 0.4 ** 10 < 0.01 < 40 * 0.4 ** 9.
+    assert clean_runs_to_stop(0.6, looks=40) == 10
+    counts = [clean_runs_to_stop(0.3, looks=n) for n in range(0, 200, 7)]
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+    # A chance streak of that length somewhere along the pushes stays below the doubt.
+    for rate, looks in [(0.2, 10), (0.5, 45), (0.9, 100)]:
+        assert looks * (1 - rate) ** clean_runs_to_stop(rate, looks=looks) <= 0.01
 
 
 def test_regressions_with_the_same_culprit_merge_into_the_oldest() -> None:

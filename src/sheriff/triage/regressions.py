@@ -356,7 +356,7 @@ def _mark_stopped(conn: sa.Connection, now: datetime) -> None:
         seen = set(clean) | set(failing)
         tally = {p: (clean_runs[p] if clean[p] >= expected else 0, failing[p]) for p in seen}
         rate = r.fail_rate if r.fail_rate is not None else 1.0
-        needed = clean_runs_to_stop(rate)
+        needed = clean_runs_to_stop(rate, looks=len(tally))
         stop = stopped_failing(last, [(orders[p], c, f) for p, (c, f) in tally.items()], needed)
         if stop is None:
             continue
