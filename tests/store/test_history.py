@@ -10,6 +10,7 @@ from sheriff.model.failure_lines import failing_test
 from sheriff.model.history import EarlierRuns, PastCase, fit_priors
 from sheriff.model.job import job_from_task
 from sheriff.store.history import (
+    LOOKBACK_PUSHES,
     PassCache,
     PushHistory,
     fleet_priors,
@@ -51,13 +52,15 @@ def load(engine, specs):
     return [ids[j.task_id] for j in jobs]
 
 
-def history_of(engine, job_id):
+def history_of(engine, job_id, lookback: int = LOOKBACK_PUSHES):
     with engine.connect() as conn:
         original = conn.execute(sa.select(job).where(job.c.id == job_id)).mappings().one()
         obs = conn.execute(
             sa.select(run_observation).where(run_observation.c.job_id == job_id)
         ).mappings()
-        return PushHistory(conn, original["push_id"]).case(original, next(iter(obs), None))
+        return PushHistory(conn, original["push_id"], lookback).case(
+            original, next(iter(obs), None)
+        )
 
 
 def shown(history) -> tuple[bool, ...]:
@@ -103,6 +106,7 @@ def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -
             "other_configs": 2,
             "other_configs_showed_line": 1,
             "pushes_of_a_stopped_regression": 0,
+            "pushes_before_the_window": 0,
         }
     ]
     assert history.facts["open_bugs"] == [1234]
@@ -376,3 +380,37 @@ def test_the_runs_of_a_stopped_regression_from_the_first_known_push_are_kept(eng
     # The same record from push 1, with push 0 before it, is left out as before.
     _record_regression(engine, first=1, stopped=8)
     assert len(shown(history_of(engine, ids[-1]))) == 5
+
+
+def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(engine) -> None:
+    """test_a passed on pushes 0 to 4 and has failed every run since a regression at push
+    5 that nobody fixed. With a window of 4 pushes a case on push 15 sees only failures,
+    what a flake failing that often shows too; with the regression's record open, the
+    runs from up to 15 pushes before the record's first push are read as well."""
+    from sheriff.store.schema import regression
+
+    ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
+    priors = fit_priors([PastCase(p=0.01, k=0, n=2, regression=False)] * 10)
+    window = history_of(engine, ids[-1], lookback=4)
+    assert shown(window) == (True,) * 4  # pushes 11 to 14
+    assert window.facts["runs"][0]["pushes_before_the_window"] == 0
+
+    _record_regression(engine, first=5, stopped=None)
+    history = history_of(engine, ids[-1], lookback=4)
+    assert shown(history) == (False,) * 5 + (True,) * 10  # pushes 0 to 14
+    assert [e.ago for e in history.earlier] == list(range(15, 0, -1))
+    assert history.facts["runs"][0]["pushes_before_the_window"] == 11  # pushes 0 to 10
+    before = priors.posterior({}, k=3, n=5, earlier=window.earlier)
+    after = priors.posterior({}, k=3, n=5, earlier=history.earlier)
+    assert before < 0.5 < 0.9 < after, (before, after)
+
+    # Not open at push 15 (stopped at 14), or begun inside the window: nothing more read.
+    for first, stopped in [(5, 14), (12, None)]:
+        with engine.begin() as conn:
+            conn.execute(sa.delete(regression))
+        _record_regression(engine, first=first, stopped=stopped)
+        later = history_of(engine, ids[-1], lookback=4)
+        assert later.facts["runs"][0]["pushes_before_the_window"] == 0
+    from sheriff.web.explain import _line_history
+
+    assert "runs on 11 pushes before the usual window" in _line_history(history.facts["runs"][0])

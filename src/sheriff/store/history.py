@@ -41,6 +41,8 @@ from sheriff.store.schema import (
 # Earlier pushes of the repository looked at for a case: enough to see a flaky test fail
 # now and then, and an intermittent regression's clean runs before it began.
 LOOKBACK_PUSHES = 45
+# Pushes read before an open regression record that began before the window (`_reach`).
+BEFORE_OPEN_RECORD = 15
 VERDICTS = ("regression", "intermittent")
 
 
@@ -150,6 +152,9 @@ class PassCache:
     sets_of: dict[str, list[int]] = field(default_factory=dict)  # test → sets that ran it
     # repository id → its stopped regressions: (tests, first push's time, stop push's time)
     stopped: dict[int, list[tuple[list[str], Any, Any]]] = field(default_factory=dict)
+    # repository id → its regressions not merged: (tests, first push's time, stop push's
+    # time or None)
+    records: dict[int, list[tuple[list[str], Any, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,11 +183,84 @@ class PushHistory:
             .limit(self.lookback)
         ).all()
         self.earlier = [e.id for e in earlier]
-        self.rank = {pid: i for i, pid in enumerate(self.earlier)}  # 0 = latest earlier
-        self.explained = self._explained_pushes(row.repository_id, row.push_time, earlier)
+        # Test → pushes before the window read for it too (newest first), and all of them.
+        self.reach = self._reach(row.repository_id, row.push_time, earlier)
+        older = max(self.reach.values(), key=len, default=[])
+        self.older = [o.id for o in older]
+        # 0 = the latest earlier push
+        self.rank = {pid: i for i, pid in enumerate([*self.earlier, *self.older])}
+        self.explained = self._explained_pushes(
+            row.repository_id, row.push_time, [*earlier, *older]
+        )
         self.failed = self._failed_runs([self.push_id, *self.earlier])
-        self.lines_of = {r["id"]: r["lines"] for r in self.failed}
+        self.lines_of = {
+            r["id"]: r["lines"] for r in [*self.failed, *self._failed_runs(self.older)]
+        }
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
+
+    def _reach(
+        self, repository_id: int, push_time: Any, earlier: Sequence[Any]
+    ) -> dict[str, list[Any]]:
+        """Test → the pushes before the window to read for it too (rows of id and time,
+        newest first): from `BEFORE_OPEN_RECORD` pushes before the first push of a
+        regression record of the test, open at this push, that began at or before the
+        window's oldest push.
+
+        Inside the window a regression that has failed the test for longer than the
+        window looks like a flake at the regression's rate: every run there is after its
+        change point, and no run shows the test passing before it (world 20261220-0: P =
+        0.000 with 4 of 5 retriggers reproduced, at push 53 of a regression failing since
+        push 5, whose record was open with the right culprit). With the runs before the
+        record read, the change there is weighed like any other; a record that was never
+        a regression (a flake called one) shows the flake failing before it too, which
+        speaks against it."""
+        if len(earlier) < self.lookback:
+            return {}  # the window already reaches the first push the store knows
+        oldest = earlier[-1].push_time
+        if repository_id not in self.cache.records:
+            first, stop = push.alias("first"), push.alias("stop")
+            self.cache.records[repository_id] = [
+                (list(r.tests or ()), r.began, r.stopped)
+                for r in self.conn.execute(
+                    sa.select(
+                        regression.c.tests,
+                        first.c.push_time.label("began"),
+                        stop.c.push_time.label("stopped"),
+                    )
+                    .join(first, first.c.id == regression.c.first_push_id)
+                    .outerjoin(stop, stop.c.id == regression.c.stopped_push_id)
+                    .where(
+                        regression.c.repository_id == repository_id,
+                        regression.c.merged_into.is_(None),
+                    )
+                )
+            ]
+        reach: dict[str, list[Any]] = {}
+        for tests, began, stopped in self.cache.records[repository_id]:
+            if began > oldest or (stopped is not None and stopped <= push_time):
+                continue  # inside the window, or not open at this push
+            named = [t for t in tests if names_a_test(t)]
+            if not named:
+                continue
+            start = self.conn.execute(
+                sa.select(push.c.push_time)
+                .where(push.c.repository_id == repository_id, push.c.push_time < began)
+                .order_by(push.c.push_time.desc())
+                .offset(BEFORE_OPEN_RECORD - 1)
+                .limit(1)
+            ).scalar()
+            condition = push.c.push_time < oldest
+            if start is not None:
+                condition = sa.and_(condition, push.c.push_time >= start)
+            older = self.conn.execute(
+                sa.select(push.c.id, push.c.push_time)
+                .where(push.c.repository_id == repository_id, condition)
+                .order_by(push.c.push_time.desc())
+            ).all()
+            # Every range ends at the window: the longer holds the shorter.
+            for test in named:
+                reach[test] = max(reach.get(test, []), older, key=len)
+        return reach
 
     def _explained_pushes(
         self, repository_id: int, push_time: Any, earlier: Sequence[Any]
@@ -328,6 +406,9 @@ class PushHistory:
                     "pushes_of_a_stopped_regression": len(
                         self.explained.get(failing_test(line) or "", set())
                     ),
+                    # Pushes before the window read because a regression record of the
+                    # test, open at this push, began before it (`_reach`).
+                    "pushes_before_the_window": len(self.reach.get(failing_test(line) or "", ())),
                 }
                 for line in lines
             ],
@@ -370,7 +451,8 @@ class PushHistory:
 
         out = []
         explained = self.explained.get(test or "", set())
-        for push_id in reversed([self.push_id, *self.earlier]):
+        older = [o.id for o in self.reach.get(test or "", ())]
+        for push_id in reversed([self.push_id, *self.earlier, *older]):
             if push_id in explained:
                 continue  # a known regression of the test failed there, and has stopped
             ago = self.rank[push_id] + 1 if push_id in self.rank else 0
@@ -398,7 +480,7 @@ class PushHistory:
         """This push's and the earlier pushes' finished test runs by manifest set (from
         the pass cache)."""
         known = self.cache.runs
-        missing = [p for p in (self.push_id, *self.earlier) if p not in known]
+        missing = [p for p in (self.push_id, *self.earlier, *self.older) if p not in known]
         if missing:
             query = sa.select(
                 job.c.id,

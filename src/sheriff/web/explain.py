@@ -199,4 +199,11 @@ def _line_history(run: Mapping[str, Any]) -> str:
             " of this test was failing, before it stopped, are left out: they were that"
             " regression, not the test's own flakes."
         )
+    reached = int(run.get("pushes_before_the_window") or 0)
+    if reached:
+        said += (
+            f" Its runs on {_n(reached, 'push')} before the usual window were read too: an"
+            " open regression of this test began before the window, and only runs from"
+            " before it show whether the test passed until then."
+        )
     return said
