@@ -150,11 +150,8 @@ class PassCache:
     chunk_of: dict[int, str] = field(default_factory=dict)  # job type id → suite chunk
     priors: dict[int, Priors] = field(default_factory=dict)  # by repository id
     sets_of: dict[str, list[int]] = field(default_factory=dict)  # test → sets that ran it
-    # repository id → its stopped regressions: (tests, first push's time, stop push's time)
-    stopped: dict[int, list[tuple[list[str], Any, Any]]] = field(default_factory=dict)
-    # repository id → its regressions not merged: (tests, first push's time, stop push's
-    # time or None)
-    records: dict[int, list[tuple[list[str], Any, Any]]] = field(default_factory=dict)
+    # repository id → its regression records not merged (`PushHistory._records`)
+    records: dict[int, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -217,29 +214,11 @@ class PushHistory:
         if len(earlier) < self.lookback:
             return {}  # the window already reaches the first push the store knows
         oldest = earlier[-1].push_time
-        if repository_id not in self.cache.records:
-            first, stop = push.alias("first"), push.alias("stop")
-            self.cache.records[repository_id] = [
-                (list(r.tests or ()), r.began, r.stopped)
-                for r in self.conn.execute(
-                    sa.select(
-                        regression.c.tests,
-                        first.c.push_time.label("began"),
-                        stop.c.push_time.label("stopped"),
-                    )
-                    .join(first, first.c.id == regression.c.first_push_id)
-                    .outerjoin(stop, stop.c.id == regression.c.stopped_push_id)
-                    .where(
-                        regression.c.repository_id == repository_id,
-                        regression.c.merged_into.is_(None),
-                    )
-                )
-            ]
         reach: dict[str, list[Any]] = {}
-        for tests, began, stopped in self.cache.records[repository_id]:
+        for tests, began, stopped, _ in self._records(repository_id):
             if began > oldest or (stopped is not None and stopped <= push_time):
                 continue  # inside the window, or not open at this push
-            named = [t for t in tests if names_a_test(t)]
+            named = [t for t in tests or () if names_a_test(t)]
             if not named:
                 continue
             start = self.conn.execute(
@@ -262,6 +241,34 @@ class PushHistory:
                 reach[test] = max(reach.get(test, []), older, key=len)
         return reach
 
+    def _records(self, repository_id: int) -> list[Any]:
+        """The repository's regression records (from the pass cache): tests, first push's
+        time, stop push's time (None while open), and whether the first push came after
+        the first push the store knows. A record merged into another speaks no more: the
+        survivor, maybe still failing over the same pushes, says whether it stopped."""
+        if repository_id not in self.cache.records:
+            first, stop = push.alias("first"), push.alias("stop")
+            known_since = (
+                sa.select(sa.func.min(push.c.push_time))
+                .where(push.c.repository_id == repository_id)
+                .scalar_subquery()
+            )
+            self.cache.records[repository_id] = self.conn.execute(
+                sa.select(
+                    regression.c.tests,
+                    first.c.push_time.label("began"),
+                    stop.c.push_time.label("stopped"),
+                    (first.c.push_time > known_since).label("after_first_known"),
+                )
+                .join(first, first.c.id == regression.c.first_push_id)
+                .outerjoin(stop, stop.c.id == regression.c.stopped_push_id)
+                .where(
+                    regression.c.repository_id == repository_id,
+                    regression.c.merged_into.is_(None),
+                )
+            ).all()
+        return self.cache.records[repository_id]
+
     def _explained_pushes(
         self, repository_id: int, push_time: Any, earlier: Sequence[Any]
     ) -> dict[str, set[int]]:
@@ -283,38 +290,14 @@ class PushHistory:
         regression on push 0 and "stopped" by a lucky clean streak, lost its whole record
         and was called a regression again each time it failed on pushes 44 to 48: world
         20261219-8)."""
-        if repository_id not in self.cache.stopped:
-            first, stop = push.alias("first"), push.alias("stop")
-            known_since = (
-                sa.select(sa.func.min(push.c.push_time))
-                .where(push.c.repository_id == repository_id)
-                .scalar_subquery()
-            )
-            self.cache.stopped[repository_id] = [
-                (list(r.tests or ()), r.began, r.stopped)
-                for r in self.conn.execute(
-                    sa.select(
-                        regression.c.tests,
-                        first.c.push_time.label("began"),
-                        stop.c.push_time.label("stopped"),
-                    )
-                    .join(first, first.c.id == regression.c.first_push_id)
-                    .join(stop, stop.c.id == regression.c.stopped_push_id)
-                    # A record merged into another speaks no more: the survivor, maybe
-                    # still failing over the same pushes, says whether it stopped.
-                    .where(
-                        regression.c.repository_id == repository_id,
-                        regression.c.merged_into.is_(None),
-                        first.c.push_time > known_since,
-                    )
-                )
-            ]
         explained: dict[str, set[int]] = {}
-        for tests, began, stopped in self.cache.stopped[repository_id]:
+        for tests, began, stopped, after_first_known in self._records(repository_id):
+            if stopped is None or not after_first_known:
+                continue
             if stopped > push_time:
                 continue  # stopped only after this push: the case may be it showing again
             span = {e.id for e in earlier if began <= e.push_time < stopped}
-            for test in tests:
+            for test in tests or ():
                 if names_a_test(test):
                     explained.setdefault(test, set()).update(span)
         return explained
