@@ -224,7 +224,9 @@ def test_clean_runs_make_an_intermittent_only_after_min_clean_runs() -> None:
 
 
 def test_retriggers_that_failed_without_a_failure_are_not_clean_runs() -> None:
-    priors = Priors(base_rate=0.01)
+    # A fleet where most cases are flakes, yet 3 reproductions of 3 would still make a
+    # regression (P 0.88): the runs left can change the verdict.
+    priors = Priors(base_rate=0.03)
     history = CaseHistory(priors=priors)
     storm = [
         RunEvidence(f"s{i}", resolved=True, result="testfailed", lines_known=True) for i in range(2)
@@ -447,7 +449,7 @@ def test_the_threshold_at_the_cap_lies_between_the_bounds() -> None:
 
 
 def test_never_asks_beyond_runs_wanted() -> None:
-    decision = POLICY.decide(case(done("r1"), runs_wanted=3))
+    decision = POLICY.decide(case(done("r1", A), runs_wanted=3))
     assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 1
 
 
@@ -636,3 +638,51 @@ def test_the_flake_prior_is_wide_until_the_fleets_flakes_are_seen() -> None:
     # ... where the narrow prior, with the same base rate, made it one.
     narrow = replace(unseen, flake=RateDistribution(2.0, 18.0))
     assert narrow.posterior({}, k=3, n=5, earlier=earlier) > HistoryPolicy().at_cap
+
+
+def test_a_case_no_run_left_could_make_a_regression_is_decided_without_them() -> None:
+    """A test that failed about half its runs on every earlier push: even five
+    reproductions of five would leave P far below `at_cap`, and 5 of 5 is a rate the test
+    already showed, so the cap's five retriggers would only reach the verdict it gives
+    anyway."""
+    flaky = tuple(
+        EarlierRuns(ago, runs=2, shown=1, other_runs=4, other_shown=2) for ago in range(30, 0, -1)
+    )
+    decision = POLICY.decide(case(history=CaseHistory(earlier=flaky)))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.retriggers == 0
+    assert "however the 5 runs left came out" in decision.reason
+    assert "but the test failed at a comparable rate before this push" in decision.reason
+    # A test that never failed before: the runs left can make it a regression.
+    quiet = tuple(EarlierRuns(ago, runs=2, other_runs=4) for ago in range(30, 0, -1))
+    assert POLICY.decide(case(history=CaseHistory(earlier=quiet))).kind is DecisionKind.RETRIGGER
+    # Past failures at a rate the retriggers could beat: 4 of 5 would be news.
+    rare = tuple(
+        EarlierRuns(ago, runs=2, shown=int(ago == 7), other_runs=4) for ago in range(30, 0, -1)
+    )
+    assert POLICY.decide(case(history=CaseHistory(earlier=rare))).kind is DecisionKind.RETRIGGER
+
+
+def test_a_verdict_cut_short_counts_for_the_base_rate_but_teaches_no_repeat_rate() -> None:
+    """A case decided before the cap because no outcome could make a regression stopped
+    on the fit's own belief, often after a flaky test reproduced 3 of 3: its tally must
+    not teach the flakes' repeat rate (they would "repeat" more and more), while its
+    verdict still counts as an intermittent one."""
+    settled = [PastCase(p=0.01, k=0, n=2, regression=False)] * 10
+    cut = [PastCase(p=0.2, k=3, n=3, regression=False, out_of_reach=True)] * 10
+    alone, both = fit_priors(settled), fit_priors(settled + cut)
+    assert both.flake == alone.flake and both.regression == alone.regression
+    # For the base rate each counts by its P(regression): forced, not sure.
+    assert both.base_rate == pytest.approx((10 * 0.2 + 1) / (20 + 2)) and both.cases == 20
+    # Fitted as ordinary verdicts, the same tallies would have taught that flakes repeat.
+    plain = [PastCase(p=0.2, k=3, n=3, regression=False)] * 10
+    assert fit_priors(settled + plain).flake.mean > alone.flake.mean
+    # The policy marks such a verdict in its evidence, and the store reads the mark back.
+    flaky = tuple(
+        EarlierRuns(ago, runs=2, shown=1, other_runs=4, other_shown=2) for ago in range(30, 0, -1)
+    )
+    decision = POLICY.decide(case(history=CaseHistory(earlier=flaky)))
+    assert decision.details["out_of_reach"] is True
+    from sheriff.store.history import _past_case
+
+    past = _past_case(decision.p_regression, {"history": decision.details}, regression=False)
+    assert past is not None and past.out_of_reach

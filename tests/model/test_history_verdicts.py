@@ -181,3 +181,33 @@ def test_comparable_is_judged_against_what_five_retriggers_can_tell() -> None:
 
     assert _repeats_its_past(4, 5, past(3, 44).earlier)[0]  # 7 %: a regression
     assert not _repeats_its_past(4, 5, past(4, 44).earlier)[0]  # 9 %: comparable
+
+
+@settings(max_examples=300, deadline=None)
+@given(priors=priors, earlier=earlier_runs, open_bug=st.booleans(), data=st.data())
+def test_a_case_decided_before_the_cap_as_out_of_reach_is_never_a_regression_at_it(
+    priors: Priors, earlier: list[EarlierRuns], open_bug: bool, data: st.DataObject
+) -> None:
+    """When the policy stops early because no outcome of the runs left could make a
+    regression, no outcome does: every way the runs left could come out, decided then,
+    is not a regression."""
+    n = data.draw(st.integers(0, 4))
+    k = data.draw(st.integers(0, n))
+    history = CaseHistory(features={"open_bug": open_bug}, priors=priors, earlier=tuple(earlier))
+    runs = [done(f"r{i}", A) for i in range(k)] + [done(f"c{i}") for i in range(n - k)]
+    decision = POLICY.decide(case(*runs, history=history))
+    if "however the" not in decision.reason:
+        return
+    assert decision.verdict is Verdict.INTERMITTENT
+    room = 5 - n
+    for extra in range(1, room + 1):  # every run left reproducing, one after another
+        more = [done(f"x{i}", A) for i in range(extra)]
+        assert POLICY.decide(case(*runs, *more, history=history)).verdict is not (
+            Verdict.REGRESSION
+        )
+    for reproduced in range(room + 1):  # every tally at the cap
+        more = [done(f"x{i}", A) for i in range(reproduced)]
+        more += [done(f"y{i}") for i in range(room - reproduced)]
+        assert POLICY.decide(case(*runs, *more, history=history)).verdict is not (
+            Verdict.REGRESSION
+        )

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 import yaml
 
 from sheriff.actions import log as request_log
+from sheriff.model.failure_lines import failing_test
 from sheriff.sim.scenario import parse_scenario
 from sheriff.sim.server import SimServer
 from sheriff.store.schema import triage_case
@@ -74,7 +75,10 @@ def test_the_open_bug_fact_is_not_fooled_by_what_the_bug_search_also_finds(engin
         features = evidence["history"]["features"]
         if not features:
             continue  # no failure line: nothing to look up
-        failing = [f["test"] for f in case["failures"]]
+        # The features stored are those of the line that spoke for the case (each line is
+        # judged on its own bug), or of every line when none was judged alone.
+        line = evidence["history"]["facts"].get("line")
+        failing = [failing_test(line)] if line else [f["test"] for f in case["failures"]]
         expected = case["truth"] != "regression" and all(t in known_bug for t in failing)
         assert features["open_bug"] == expected, (case, evidence["history"]["facts"])
         seen.add(case["truth"])

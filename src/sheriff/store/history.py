@@ -92,6 +92,7 @@ def _past_case(
         features={str(k): bool(v) for k, v in (details.get("features") or {}).items()},
         p_retriggers=details.get("p_retriggers"),
         regression=regression,
+        out_of_reach=bool(details.get("out_of_reach")),
     )
 
 
