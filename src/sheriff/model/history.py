@@ -565,7 +565,9 @@ class HistoryPolicy:
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
         "crash line: alone it decides the case, beside test lines whenever they do not make "
-        "it a regression; an original without any failure line is intermittent."
+        "it a regression; an original without any failure line is intermittent. A case that "
+        "no outcome of its runs left could make a regression is intermittent at once (its "
+        "tally then teaches the fitted rates nothing)."
     )
     upper: float = 0.98
     lower: float = 0.05
