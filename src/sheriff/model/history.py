@@ -733,13 +733,7 @@ class HistoryPolicy:
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
-            regression = self._regression_at_cap(p, k, n, history.earlier)
-            bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
-            by_model = p >= self.at_cap and (confirmed or shown_before)
-            if p >= self.at_cap and not by_model:
-                bound += ", but not reproduced and never shown on an earlier push"
-            if not by_model and mostly_reproduced(k, n):
-                bound += f"; {_repeats_its_past(k, n, history.earlier)[1]}"
+            regression, bound = self._at_cap(p, k, n, history.earlier)
             verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
@@ -789,16 +783,22 @@ class HistoryPolicy:
             retriggers=wave,
         )
 
-    def _regression_at_cap(self, p: float, k: int, n: int, earlier: Sequence[EarlierRuns]) -> bool:
-        """The verdict at the cap, P(regression) `p` after k reproductions of n: regression
-        from `at_cap` on, once reproduced here or shown on an earlier push (a failure of
-        several configurations of one push, clean before and not reproduced, is what a
-        flaky test with a high rate does). A failure that nearly every retrigger
-        reproduced is a regression unless the test already failed like that before this
-        push (a flaky test that fails often): the model alone must not wave it through."""
-        if p >= self.at_cap and (k >= 1 or failed_before(earlier)[0] > 0):
-            return True
-        return mostly_reproduced(k, n) and _repeats_its_past(k, n, earlier)[0]
+    def _at_cap(self, p: float, k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:
+        """(regression?, why in words) at the cap, P(regression) `p` after k reproductions
+        of n: regression from `at_cap` on, once reproduced here or shown on an earlier
+        push (a failure of several configurations of one push, clean before and not
+        reproduced, is what a flaky test with a high rate does). A failure that nearly
+        every retrigger reproduced is a regression unless the test already failed like
+        that before this push (a flaky test that fails often): the model alone must not
+        wave it through."""
+        by_model = p >= self.at_cap and (k >= 1 or failed_before(earlier)[0] > 0)
+        bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
+        if p >= self.at_cap and not by_model:
+            bound += ", but not reproduced and never shown on an earlier push"
+        if by_model or not mostly_reproduced(k, n):
+            return by_model, bound
+        regression, said = _repeats_its_past(k, n, earlier)
+        return regression, f"{bound}; {said}"
 
     def _out_of_reach(self, history: CaseHistory, tally: Any, n: int, room: int) -> bool:
         """Whether no outcome of the `room` runs left could make the case a regression, for
@@ -807,18 +807,14 @@ class HistoryPolicy:
 
         Every way the runs left could come out is weighed: no tally on the way reaches
         `upper` with a reproduction, and no tally at the cap makes a regression there
-        (`_regression_at_cap`). (P never falls when a retrigger reproduces, but with
+        (`_at_cap`). (P never falls when a retrigger reproduces, but with
         fitted rates P at a given number of runs need not rise with the reproductions
         among them, so the best tally is not always "every one reproduced".) That is
         typically a test that flakes often, where the cap's five retriggers said nothing
         the first ones had not (seed 20261222: 19 % of cases went to the cap, 2.19
         retriggers per case, over the target of 2.0)."""
-        shown = {r.line: r.retriggers for r in tally.lines}
-        judged = [line for line in shown if line in history.lines]
-        told = [(history.judged_by(line), shown[line]) for line in judged] or [
-            (history, len(tally.reproducing))
-        ]
-        for line_history, k in told:
+        told = _judged_lines(history, tally) or {None: (history, len(tally.reproducing))}
+        for line_history, k in told.values():
             priors, features = line_history.priors, line_history.features
             earlier = line_history.earlier
             for more in range(1, room + 1):
@@ -827,29 +823,27 @@ class HistoryPolicy:
                     p = priors.posterior(features, k=tally_k, n=tally_n, earlier=earlier)
                     if p >= self.upper and tally_k >= 1:
                         return False
-                    if more == room and self._regression_at_cap(p, tally_k, tally_n, earlier):
+                    if more == room and self._at_cap(p, tally_k, tally_n, earlier)[0]:
                         return False
         return True
 
     def _speaking_line(self, history: CaseHistory, tally: Any, n: int) -> tuple[CaseHistory, int]:
         """The history and reproductions of the line with the highest P(regression); the
         case's own (any line reproduced) when the store gave no per-line history."""
-        shown = {r.line: r.retriggers for r in tally.lines}
-        judged = [line for line in shown if line in history.lines]
-        if not judged:
+        told_by = _judged_lines(history, tally)
+        if not told_by:
             return history, len(tally.reproducing)
 
-        told_by = {line: history.judged_by(line) for line in judged}
         each_p = {
-            line: told.priors.posterior(told.features, k=shown[line], n=n, earlier=told.earlier)
-            for line, told in told_by.items()
+            line: told.priors.posterior(told.features, k=k, n=n, earlier=told.earlier)
+            for line, (told, k) in told_by.items()
         }
-        line = max(judged, key=lambda each: (each_p[each], shown[each]))
-        told = told_by[line]
+        line = max(told_by, key=lambda each: (each_p[each], told_by[each][1]))
+        told, k = told_by[line]
         # Every line's own P is kept: grouping and backfills look for the regression's
         # lines only (`regression_lines`), not a flaky test's that failed beside them.
         line_p = {each: round(p, 4) for each, p in each_p.items()}
-        return replace(told, facts={**told.facts, "line_p": line_p}), shown[line]
+        return replace(told, facts={**told.facts, "line_p": line_p}), k
 
     def _by_errorsummary(
         self,
@@ -1075,6 +1069,17 @@ def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:
         tail = sum(_binomial(i, n, mid) for i in range(k, n + 1))
         low, high = (mid, high) if tail < 1 - sure else (low, mid)
     return low
+
+
+def _judged_lines(history: CaseHistory, tally: Any) -> dict[str | None, tuple[CaseHistory, int]]:
+    """Each of the original's lines with a history of its own → (that history, the
+    retriggers that reproduced it), in the order of the original's lines; empty when the
+    store gave no per-line history."""
+    return {
+        r.line: (history.judged_by(r.line), r.retriggers)
+        for r in tally.lines
+        if r.line in history.lines
+    }
 
 
 def _repeats_its_past(k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:

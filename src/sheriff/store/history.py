@@ -222,19 +222,23 @@ class PushHistory:
             named = [t for t in tests or () if names_a_test(t)]
             if not named:
                 continue
-            start = self.conn.execute(
+            # From the `BEFORE_OPEN_RECORD`-th push before the record's first (or the
+            # first push known, with fewer before it) up to the window: one query.
+            start = (
                 sa.select(push.c.push_time)
                 .where(push.c.repository_id == repository_id, push.c.push_time < began)
                 .order_by(push.c.push_time.desc())
                 .offset(BEFORE_OPEN_RECORD - 1)
                 .limit(1)
-            ).scalar()
-            condition = push.c.push_time < oldest
-            if start is not None:
-                condition = sa.and_(condition, push.c.push_time >= start)
+                .scalar_subquery()
+            )
             older = self.conn.execute(
                 sa.select(push.c.id, push.c.push_time)
-                .where(push.c.repository_id == repository_id, condition)
+                .where(
+                    push.c.repository_id == repository_id,
+                    push.c.push_time < oldest,
+                    sa.or_(start.is_(None), push.c.push_time >= start),
+                )
                 .order_by(push.c.push_time.desc())
             ).all()
             # Every range ends at the window: the longer holds the shorter.
