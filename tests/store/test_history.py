@@ -151,6 +151,33 @@ def test_an_earlier_run_that_failed_without_a_failure_line_is_no_run(engine) -> 
     assert history_of(engine, ids[-1]).earlier == (EarlierRuns(2, runs=1, shown=0),)
 
 
+def test_an_earlier_run_that_crashed_between_tests_is_no_run_whatever_it_showed(engine) -> None:
+    between = "PROCESS-CRASH | application crashed [@ nsFrame::Notify + 0xc43ad] | pid: 59691"
+    own = "PROCESS-CRASH | application crashed [@ nsFrame::Notify + 0x1f] | dom/a/test_a.html"
+    ids = load(
+        engine,
+        [
+            (0, "bc1", LINUX, [A], [LINE]),  # crashed between tests, showed the line too
+            (0, "bc1", WIN, [A], []),  # crashed between tests only
+            (1, "bc1", LINUX, [A], [LINE]),  # the test's own crash: a run of it
+            (1, "bc1", WIN, [A], None),
+            (2, "bc1", LINUX, [A], [LINE]),
+        ],
+    )
+    with engine.begin() as conn:
+        for job_id, raw in ((ids[0], [RAW, between]), (ids[1], [between]), (ids[2], [RAW, own])):
+            conn.execute(
+                run_observation.update()
+                .where(run_observation.c.job_id == job_id)
+                .values(raw_failure_lines=raw)
+            )
+    # Counted only when it showed the line, a flake failing beside a crashing regression
+    # would seem to fail every run; neither crashed run counts.
+    assert history_of(engine, ids[-1]).earlier == (
+        EarlierRuns(1, runs=1, shown=1, other_runs=1, other_shown=0),
+    )
+
+
 def test_a_new_failure_has_no_history(engine) -> None:
     ids = load(engine, [(0, "bc1", LINUX, [A], None), (1, "bc1", LINUX, [A], [LINE])])
     with engine.begin() as conn:

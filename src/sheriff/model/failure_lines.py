@@ -32,6 +32,7 @@ __all__ = [
     "log_error_lines",
     "normalise_failure_line",
     "strip_log_prefix",
+    "unaccounted_crashes",
     "with_crash_lines",
 ]
 
@@ -228,6 +229,13 @@ def crash_accounted_for(crash: str, tests: Iterable[str]) -> bool:
     fields = [f.strip() for f in crash.split(" | ")]
     crashed = fields[-1] if len(fields) >= 3 else ""
     return any(crashed == test or crashed.endswith(":" + test) for test in tests if test)
+
+
+def unaccounted_crashes(crashes: Iterable[str], lines: Iterable[str]) -> tuple[str, ...]:
+    """The normalised `PROCESS-CRASH` lines among `crashes` that are no crash of a test
+    one of the run's TEST-UNEXPECTED `lines` names: crashes between tests, de-duplicated."""
+    tests = [failing_test(line) or "" for line in lines]
+    return tuple(c for c in dict.fromkeys(crashes) if not crash_accounted_for(c, tests))
 
 
 def failure_lines(lines: Iterable[str], kind: LineKind = LineKind.TEST_FAILURE) -> list[str]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from sheriff.model.errorsummary import FailureKind
-from sheriff.model.failure_lines import crash_accounted_for, failing_test
+from sheriff.model.failure_lines import failing_test, unaccounted_crashes
 from sheriff.model.policy import (
     CaseEvidence,
     Decision,
@@ -1147,10 +1147,7 @@ def _unaccounted_crashes(evidence: CaseEvidence, tally: Any) -> tuple[str, ...]:
     original = evidence.original
     if not original.lines_known:
         return ()
-    tests = [failing_test(r.line) or "" for r in tally.lines]
-    return tuple(
-        line for line in dict.fromkeys(original.crash_lines) if not crash_accounted_for(line, tests)
-    )
+    return unaccounted_crashes(original.crash_lines, (r.line for r in tally.lines))
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:

@@ -14,7 +14,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sheriff.model.failure_lines import failing_test, failure_lines_from_bug_suggestions
+from sheriff.model.failure_lines import (
+    crash_lines,
+    failing_test,
+    failure_lines_from_bug_suggestions,
+    unaccounted_crashes,
+)
 from sheriff.model.history import (
     CaseHistory,
     EarlierRuns,
@@ -191,9 +196,9 @@ class PushHistory:
             row.repository_id, row.push_time, [*earlier, *older]
         )
         self.failed = self._failed_runs([self.push_id, *self.earlier])
-        self.lines_of = {
-            r["id"]: r["lines"] for r in [*self.failed, *self._failed_runs(self.older)]
-        }
+        failed = [*self.failed, *self._failed_runs(self.older)]
+        self.lines_of = {r["id"]: r["lines"] for r in failed}
+        self.crashed_between_tests = {r["id"] for r in failed if r["crashed_between_tests"]}
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _reach(
@@ -315,6 +320,7 @@ class PushHistory:
                 job.c.machine_platform_id,
                 job.c.option_collection,
                 run_observation.c.failure_lines,
+                run_observation.c.raw_failure_lines,
             )
             .join(run_observation, run_observation.c.job_id == job.c.id)
             .where(
@@ -326,7 +332,13 @@ class PushHistory:
             self.cache.failed,
             push_ids,
             query,
-            lambda r: {**r._mapping, "lines": frozenset(r.failure_lines or ())},
+            lambda r: {
+                **r._mapping,
+                "lines": frozenset(r.failure_lines or ()),
+                "crashed_between_tests": bool(
+                    unaccounted_crashes(crash_lines(r.raw_failure_lines), r.failure_lines or ())
+                ),
+            },
         )
         return [r for p in push_ids for r in self.cache.failed[p]]
 
@@ -450,12 +462,16 @@ class PushHistory:
                     continue
                 if not failed:
                     shown = False
-                elif self.lines_of.get(job_id):
+                elif self.lines_of.get(job_id) and job_id not in self.crashed_between_tests:
                     shown = line in self.lines_of[job_id]
                 else:
                     # Lines not known yet, or failed without a TEST-UNEXPECTED line (a
-                    # storm; a crash between tests too, which names no test): the run says
-                    # nothing about this test.
+                    # storm): the run says nothing about this test. Nor does a run that
+                    # crashed between tests, whether it showed the line or not: had only
+                    # those that showed it counted, every run of a flake that failed
+                    # beside a crashing regression would count and none that passed
+                    # (world 20261223-27: a test flaking 29 % of its runs "showed its
+                    # line" on 33 of 53 runs, and 4 of its cases were called regressions).
                     continue
                 column = 0 if run_config == config else 2
                 counts[column] += 1
