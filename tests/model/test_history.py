@@ -341,28 +341,6 @@ def test_other_configurations_tell_a_flake_from_a_regression() -> None:
     assert scattered < 0.2 < 0.5 < alone < 0.95 < recent
 
 
-def test_a_regression_on_the_other_configurations_alone_is_not_this_flakes() -> None:
-    # On the other configurations the test was clean for 20 pushes and has failed half its
-    # runs for 15 (a regression there); on this one it failed twice in 35 pushes, now too.
-    def history(here_since: bool) -> tuple[EarlierRuns, ...]:
-        return tuple(
-            EarlierRuns(
-                ago,
-                runs=1,
-                shown=int(ago in (7, 28) or (here_since and ago <= 15 and ago % 2 == 0)),
-                other_runs=4,
-                other_shown=2 if ago <= 15 else 0,
-            )
-            for ago in range(35, 0, -1)
-        )
-
-    priors = Priors(base_rate=0.3)
-    # None of five retriggers reproduced: the regression is elsewhere, this failure a flake.
-    assert priors.posterior({}, k=0, n=5, earlier=history(here_since=False)) < 0.2
-    # This configuration failing half its runs since the same push: the same regression.
-    assert priors.posterior({}, k=3, n=5, earlier=history(here_since=True)) > 0.98
-
-
 def test_a_long_clean_record_does_not_count_against_a_new_regression() -> None:
     priors = Priors()
     clean = same_configuration((False,) * 12)

@@ -198,8 +198,7 @@ class Priors:
         each). So a test clean until lately and failing since looks like a regression;
         failures scattered over clean runs, here or on other configurations, like a flake.
         Either hypothesis may also hold an earlier regression that came and went
-        (`_past_window`), so that its runs do not speak for the test's flake rate, and a
-        regression of the test on the other configurations alone (`_elsewhere`).
+        (`_past_window`), so that its runs do not speak for the test's flake rate.
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
         same, other = _totals(k, n, pushes)
@@ -231,65 +230,12 @@ class Priors:
             _log_half_sum(now_wide, _log_mean_exp(wide)) if wide else now_wide,
             _log_half_sum(now_alone, _log_mean_exp(alone)) if alone else now_alone,
         )
-        elsewhere = self._broken_elsewhere(other, pushes)
-        if elsewhere is not None:
-            # Under I and R alike, the same story of the other configurations: what is left
-            # to tell the two apart is this configuration's runs, a flake's or a change's.
-            intermittent = _log_mix(
-                intermittent, self.flake.log_likelihood(*same) + elsewhere, _ELSEWHERE_SHARE
-            )
-            regression = _log_mix(
-                regression, self._changed_here(k, n, same, pushes) + elsewhere, _ELSEWHERE_SHARE
-            )
         windows = _past_windows(tuple(pushes))
         if windows.spans:
             was_i, was_r = self._past_window(windows, same, other, (k, n), here_other)
             intermittent = _log_mix(intermittent, windows.mean(was_i), _PAST_WINDOW_SHARE)
             regression = _log_mix(regression, windows.mean(was_r), _PAST_WINDOW_SHARE)
         return regression - intermittent
-
-    def _broken_elsewhere(
-        self, other: tuple[int, int], pushes: Sequence[EarlierRuns]
-    ) -> float | None:
-        """log P(other configurations' runs | a regression of the test there alone): they
-        fail like any test until some push with runs before it, at a regression's rate
-        from there on (this push's other configurations included), averaged over those
-        pushes; None when there is none.
-
-        A test regressed on other platforms fails there half its runs; a flake of its own
-        on this configuration was then called a regression with 0 of 5 retriggers
-        reproduced (world 20261223-20, P = 1.000), since I had to explain the others'
-        change with one flake rate and R explained it as this case's regression."""
-        after = [0, 0]
-        points: list[float] = []
-        for entry in pushes:  # newest first
-            after[0] += entry.other_shown
-            after[1] += entry.other_runs
-            if entry.other_runs and after[1] < other[1]:
-                points.append(
-                    self._quiet(other[0] - after[0], other[1] - after[1])
-                    + self.regression.log_likelihood(*after)
-                )
-        return _log_mean_exp(points) if points else None
-
-    def _changed_here(
-        self, k: int, n: int, same: tuple[int, int], pushes: Sequence[EarlierRuns]
-    ) -> float:
-        """log P(this configuration's runs | a regression of it alone): half the weight on
-        this push, half spread over the earlier pushes with runs here that have runs
-        before them; runs before it fail like any test, from it on at a regression's rate."""
-        after = [k, n]
-        points: list[float] = []
-        for entry in pushes:  # newest first
-            after[0] += entry.shown
-            after[1] += entry.runs
-            if entry.ago and entry.runs and after[1] < same[1]:
-                points.append(
-                    self._quiet(same[0] - after[0], same[1] - after[1])
-                    + self.regression.log_likelihood(*after)
-                )
-        now = self._quiet(same[0] - k, same[1] - n) + self.regression.log_likelihood(k, n)
-        return _log_half_sum(now, _log_mean_exp(points)) if points else now
 
     def _flaky(self, same: tuple[int, int], other: tuple[int, int]) -> float:
         """log P(runs | I) without a past regression: flaky on every configuration at one
@@ -1268,15 +1214,6 @@ _PAST_WINDOW_SURE = 0.99
 # The prior weight of "a regression of this test came and went before", under I and R
 # alike: where no span fits, both lose the same and the odds do not move.
 _PAST_WINDOW_SHARE = 0.1
-# The prior weight of "the test regressed on the other configurations alone", under I and
-# R alike (`Priors._broken_elsewhere`). Small, as few flaky tests also regress elsewhere.
-# Where that story tells the runs far better than the others, it decides whatever its
-# weight (the odds are then this configuration's runs alone); where it does not, it
-# costs both hypotheses the same and a wide regression's other configurations still
-# speak for it. At 2 % it also told the other platforms' failures of a wide regression
-# failing a run in five, and two of its cases were called intermittent (development
-# seed 20261223, world 14); at 0.5 % none was, and the flake it was for still is one.
-_ELSEWHERE_SHARE = 0.005
 
 
 def _totals(
