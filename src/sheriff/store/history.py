@@ -196,9 +196,13 @@ class PushHistory:
             row.repository_id, row.push_time, [*earlier, *older]
         )
         self.failed = self._failed_runs([self.push_id, *self.earlier])
-        failed = [*self.failed, *self._failed_runs(self.older)]
-        self.lines_of = {r["id"]: r["lines"] for r in failed}
-        self.crashed_between_tests = {r["id"] for r in failed if r["crashed_between_tests"]}
+        # The lines of the failed runs that can speak for a test's line: a run that
+        # crashed between tests cannot (`_earlier_runs`), and has no entry.
+        self.lines_of = {
+            r["id"]: r["lines"]
+            for r in [*self.failed, *self._failed_runs(self.older)]
+            if not r["crashed_between_tests"]
+        }
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
 
     def _reach(
@@ -332,13 +336,7 @@ class PushHistory:
             self.cache.failed,
             push_ids,
             query,
-            lambda r: {
-                **r._mapping,
-                "lines": frozenset(r.failure_lines or ()),
-                "crashed_between_tests": bool(
-                    unaccounted_crashes(crash_lines(r.raw_failure_lines), r.failure_lines or ())
-                ),
-            },
+            _failed_run,
         )
         return [r for p in push_ids for r in self.cache.failed[p]]
 
@@ -462,7 +460,7 @@ class PushHistory:
                     continue
                 if not failed:
                     shown = False
-                elif self.lines_of.get(job_id) and job_id not in self.crashed_between_tests:
+                elif self.lines_of.get(job_id):
                     shown = line in self.lines_of[job_id]
                 else:
                     # Lines not known yet, or failed without a TEST-UNEXPECTED line (a
@@ -582,6 +580,20 @@ class PushHistory:
         return self._sets_holding(
             [mid for mid, path in found if "/" not in path[len(folder) + 1 :]]
         )
+
+
+def _failed_run(row: sa.Row[Any]) -> dict[str, Any]:
+    """A failed run for the pass cache: its normalised lines, and whether it crashed
+    between tests (its raw lines are not kept)."""
+    lines = row.failure_lines or ()
+    entry = {k: v for k, v in row._mapping.items() if k != "raw_failure_lines"}
+    return {
+        **entry,
+        "lines": frozenset(lines),
+        "crashed_between_tests": bool(
+            unaccounted_crashes(crash_lines(row.raw_failure_lines), lines)
+        ),
+    }
 
 
 def _open_bugs(suggestions: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]:
