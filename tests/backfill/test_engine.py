@@ -425,6 +425,55 @@ def test_a_crash_between_tests_beside_an_earlier_regression_gets_its_own_search(
     ]
 
 
+TIMEOUT = (
+    "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out after <duration> "
+    "with no output"
+)
+
+
+def test_a_timeout_beside_an_earlier_regression_gets_its_own_search(ci: FakeCI) -> None:
+    """Push 20 makes the chunk time out beside the regression of push 11, which is never
+    backed out: the timeout line names no test, but the policy judged it a regression's
+    on its own and no run since push 12 showed it, so it gets a search too; a later case
+    of both joins both."""
+    ci.history()
+    first = _open(ci, 12)
+    case = _case_failing_both(ci, 20, second=TIMEOUT)
+    later = _case_failing_both(ci, 22, second=TIMEOUT)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        assert open_report_for_case(conn, later, START) == first
+        found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
+    assert len(found) == 2
+    assert found[1].failure_lines == [TIMEOUT] and found[1].tests == ["Last test finished"]
+    assert found[1].case_ids == [case, later]
+
+
+def test_a_timeout_of_another_chunk_is_not_this_chunks(ci: FakeCI) -> None:
+    """An open search for a timeout of another suite chunk does not take this chunk's
+    timeout in: every hang of every test shows the same line."""
+    ci.history()
+    first = _open(ci, 12)
+    other = _crash_case_in_chunk(ci, 14, 7, "dom/other/browser.toml")
+    with ci.engine.begin() as conn:
+        job_id = conn.execute(
+            sa.select(triage_case.c.job_id).where(triage_case.c.id == other)
+        ).scalar_one()
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id == job_id)
+            .values(failure_lines=[TIMEOUT], raw_failure_lines=[TIMEOUT])
+        )
+        elsewhere = open_report_for_case(conn, other, START)
+    case = _case_failing_both(ci, 20, second=TIMEOUT)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
+    assert elsewhere not in (None, first)
+    assert case not in next(r for r in found if r.id == elsewhere).case_ids
+    assert [r.failure_lines for r in found if r.id not in (first, elsewhere)] == [[TIMEOUT]]
+
+
 def _crash_case_in_chunk(ci: FakeCI, index: int, chunk: int, failed_group: str) -> int:
     """A crash case on push `index` whose run is relabelled to chunk `chunk` of the suite,
     its errorsummary's failing group `failed_group` (the crash named no test)."""

@@ -11,7 +11,7 @@ oldest failing push seen, which is nearest the culprit.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -210,6 +210,19 @@ def _unnamed_failure_groups(conn: sa.Connection, job_id: int) -> set[str]:
     return groups - _manifests_holding(conn, job_id, named)
 
 
+def _unnamed_meet(
+    conn: sa.Connection, report: Any, label: str, case_groups: Callable[[], set[str]]
+) -> bool:
+    """Whether a line naming no test in a case's run (of `label`; `case_groups`: its
+    manifests that failed with no named test) can be the same failure as `report`'s: it
+    happened in the same suite chunk, or in a manifest that failed with no named test in
+    both runs (chunks deal manifests differently per platform and build type, so one
+    test's timeouts move between chunk numbers; the manifest stays)."""
+    if suite_of(report.label) == suite_of(label):
+        return True
+    return bool(case_groups() & _unnamed_failure_groups(conn, report.job_id))
+
+
 def _unnamed_items(report: Any, regression: Regression) -> set[str]:
     """The tests and lines naming no test that a report and a case's regression share."""
     return {
@@ -392,15 +405,9 @@ def open_report_for_case(
         same_search = report.status == OPEN and (report.push_id, report.label) == (push_id, label)
         shared = {t for t in set(report.tests) & set(regression.tests) if names_a_test(t)}
         # A line that names no test (a timeout's `Last test finished`, a crash between
-        # tests) is the same failure only where it happened: in one suite chunk, or in a
-        # manifest that failed with no named test in both runs (chunks deal manifests
-        # differently per platform and build type, so one test's timeouts move between
-        # chunk numbers; the manifest stays).
+        # tests) is the same failure only where it happened (`_unnamed_meet`).
         unnamed = set() if same_search or shared else _unnamed_items(report, regression)
-        if unnamed and (
-            suite_of(report.label) == suite_of(label)
-            or case_groups() & _unnamed_failure_groups(conn, report.job_id)
-        ):
+        if unnamed and _unnamed_meet(conn, report, label, case_groups):
             shared = unnamed
         if same_search or shared:
             _join(conn, report, case_id, case.job_id, push_time, regression, now)
@@ -466,6 +473,7 @@ def _second_regression(
     ]
     lines = [*regression.lines, *between]
     new = [line for line in regression.lines if line in judged and names_a_test(line)] + between
+    case_groups = functools.cache(lambda: _unnamed_failure_groups(conn, job_id))
     case_push, label, repository_id = conn.execute(
         sa.select(push.c.push_time, job_type.c.name, job.c.repository_id)
         .join(push, push.c.id == job.c.push_id)
@@ -473,10 +481,17 @@ def _second_regression(
         .where(job.c.id == job_id)
     ).one()
     for report in searched:
+        # A line that names no test (a timeout's `Last test finished`) is another search's
+        # only where the two met: on world 20261223-1 a timeout beginning on push 18 beside
+        # a regression never backed out was taken for a timeout of another chunk that had
+        # stopped on push 16, and its own push was never searched for.
+        met = report.id == joined.id or _unnamed_meet(conn, report, label, case_groups)
+        ours = bool if met else names_a_test
         covered = [
             line
             for line in lines
-            if line in (report.failure_lines or []) or test_of(line) in (report.tests or [])
+            if ours(line)
+            and (line in (report.failure_lines or []) or test_of(line) in (report.tests or []))
         ]
         if not covered:
             continue
