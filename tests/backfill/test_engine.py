@@ -396,15 +396,31 @@ def test_a_test_broken_beside_an_earlier_regression_gets_its_own_search(ci: Fake
 def test_lines_that_failed_together_since_the_search_began_stay_one_search(
     ci: FakeCI,
 ) -> None:
-    """The same two lines already failed together on push 14: one regression of two tests,
-    the second one seen late by chance; no second search."""
+    """The same two lines already failed together on the search's own push 12: one
+    regression of two tests, the second one seen late by chance; no second search."""
+    ci.history()
+    first = _open(ci, 12)
+    ci.add_run(12, [A, B], failed=True, lines=[LINE, LINE2])
+    case = _case_failing_both(ci, 20)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START) == first
+        assert conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar() == 1
+
+
+def test_a_later_regression_first_filed_after_its_own_push_gets_its_own_search(
+    ci: FakeCI,
+) -> None:
+    """LINE2 began on push 14, after the runs of pushes 12 and 13 showed LINE alone, but
+    the first case filed with it is on push 20: its failures on push 14 are its onset, not
+    a sign that both lines are one regression (world 20261223-1's timeout)."""
     ci.history()
     first = _open(ci, 12)
     ci.add_run(14, [A, B], failed=True, lines=[LINE, LINE2])
     case = _case_failing_both(ci, 20)
     with ci.engine.begin() as conn:
         assert open_report_for_case(conn, case, START) == first
-        assert conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar() == 1
+        found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
+    assert [r.failure_lines for r in found[1:]] == [[LINE2]]
 
 
 def test_a_crash_between_tests_beside_an_earlier_regression_gets_its_own_search(
