@@ -393,34 +393,23 @@ def test_a_test_broken_beside_an_earlier_regression_gets_its_own_search(ci: Fake
     assert new.fail_rate > 0.5  # 4 of the push's 5 other runs showed it
 
 
-def test_lines_that_failed_together_since_the_search_began_stay_one_search(
-    ci: FakeCI,
+@pytest.mark.parametrize(("together_on", "second"), [(12, []), (14, [[LINE2]])])
+def test_lines_seen_together_are_one_regression_only_from_the_searchs_push(
+    ci: FakeCI, together_on: int, second: list[list[str]]
 ) -> None:
-    """The same two lines already failed together on the search's own push 12: one
-    regression of two tests, the second one seen late by chance; no second search."""
+    """The two lines failed together on push `together_on` before the case of push 20.
+    On the search's own push 12: one regression of two tests, the second one seen late by
+    chance; no second search. On push 14, after the runs of pushes 12 and 13 showed LINE
+    alone: that is LINE2's onset, though its first case filed is on push 20 (world
+    20261223-1's timeout), and it gets a search of its own."""
     ci.history()
     first = _open(ci, 12)
-    ci.add_run(12, [A, B], failed=True, lines=[LINE, LINE2])
-    case = _case_failing_both(ci, 20)
-    with ci.engine.begin() as conn:
-        assert open_report_for_case(conn, case, START) == first
-        assert conn.execute(sa.select(sa.func.count()).select_from(backfill_report)).scalar() == 1
-
-
-def test_a_later_regression_first_filed_after_its_own_push_gets_its_own_search(
-    ci: FakeCI,
-) -> None:
-    """LINE2 began on push 14, after the runs of pushes 12 and 13 showed LINE alone, but
-    the first case filed with it is on push 20: its failures on push 14 are its onset, not
-    a sign that both lines are one regression (world 20261223-1's timeout)."""
-    ci.history()
-    first = _open(ci, 12)
-    ci.add_run(14, [A, B], failed=True, lines=[LINE, LINE2])
+    ci.add_run(together_on, [A, B], failed=True, lines=[LINE, LINE2])
     case = _case_failing_both(ci, 20)
     with ci.engine.begin() as conn:
         assert open_report_for_case(conn, case, START) == first
         found = conn.execute(sa.select(backfill_report).order_by(backfill_report.c.id)).all()
-    assert [r.failure_lines for r in found[1:]] == [[LINE2]]
+    assert [r.failure_lines for r in found[1:]] == second
 
 
 def test_a_crash_between_tests_beside_an_earlier_regression_gets_its_own_search(
@@ -471,15 +460,8 @@ def test_a_timeout_of_another_chunk_is_not_this_chunks(ci: FakeCI) -> None:
     ci.history()
     first = _open(ci, 12)
     other = _crash_case_in_chunk(ci, 14, 7, "dom/other/browser.toml")
+    _original_lines(ci, other, [TIMEOUT], [TIMEOUT])
     with ci.engine.begin() as conn:
-        job_id = conn.execute(
-            sa.select(triage_case.c.job_id).where(triage_case.c.id == other)
-        ).scalar_one()
-        conn.execute(
-            sa.update(run_observation)
-            .where(run_observation.c.job_id == job_id)
-            .values(failure_lines=[TIMEOUT], raw_failure_lines=[TIMEOUT])
-        )
         elsewhere = open_report_for_case(conn, other, START)
     case = _case_failing_both(ci, 20, second=TIMEOUT)
     with ci.engine.begin() as conn:
@@ -488,6 +470,20 @@ def test_a_timeout_of_another_chunk_is_not_this_chunks(ci: FakeCI) -> None:
     assert elsewhere not in (None, first)
     assert case not in next(r for r in found if r.id == elsewhere).case_ids
     assert [r.failure_lines for r in found if r.id not in (first, elsewhere)] == [[TIMEOUT]]
+
+
+def _original_lines(ci: FakeCI, case: int, lines: list[str], raw: list[str]) -> int:
+    """Set the failure lines (normalised and raw) of the original run of `case`; its job."""
+    with ci.engine.begin() as conn:
+        job_id = conn.execute(
+            sa.select(triage_case.c.job_id).where(triage_case.c.id == case)
+        ).scalar_one()
+        conn.execute(
+            sa.update(run_observation)
+            .where(run_observation.c.job_id == job_id)
+            .values(failure_lines=lines, raw_failure_lines=raw)
+        )
+    return job_id
 
 
 def _crash_case_in_chunk(ci: FakeCI, index: int, chunk: int, failed_group: str) -> int:
@@ -562,15 +558,8 @@ def test_a_crash_judged_beside_a_flaky_tests_line_is_what_the_search_looks_for(
     case = ci.regression_case(20, retriggers=0)
     raw = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + 0x1f2] | pid: 4242"
     runs = [ci.add_run(20, [A, B], action="retrigger", failed=True) for _ in range(4)]
+    original = _original_lines(ci, case, [NOISE], [NOISE, raw])
     with ci.engine.begin() as conn:
-        original = conn.execute(
-            sa.select(triage_case.c.job_id).where(triage_case.c.id == case)
-        ).scalar_one()
-        conn.execute(
-            sa.update(run_observation)
-            .where(run_observation.c.job_id == original)
-            .values(failure_lines=[NOISE], raw_failure_lines=[NOISE, raw])
-        )
         conn.execute(
             sa.update(run_observation)
             .where(run_observation.c.job_id.in_(runs))
