@@ -535,17 +535,12 @@ def _began_later(
     old: set[str],
 ) -> bool:
     """Whether `second`'s lines began failing after the joined search's push: the runs of
-    the case's suite chunk (`label`'s) pushed `between` it and the case's push showed the
-    `old` lines without them, before the first push where they showed, often enough that
-    one regression of both would have shown them too.
-
-    Counted up to their first push, not to the case's: the new regression's first cases
-    may have been filed elsewhere or not at all (world 20261223-1: a timeout that began on
-    push 18 was first filed from push 19, and its runs of push 18 said "no later onset")."""
+    the case's suite chunk (`label`'s) pushed `between` it and the case's push never
+    showed them, and showed the `old` lines often enough that one regression of both
+    would have shown them too."""
     since, case_push = between
     runs = conn.execute(
         sa.select(
-            push.c.push_time,
             job_type.c.name,
             run_observation.c.parse_status,
             run_observation.c.failure_lines,
@@ -563,16 +558,16 @@ def _began_later(
             job.c.result == "testfailed",
         )
     ).all()
-    seen_by_push: list[tuple[datetime, set[str]]] = [
-        (run.push_time, set(with_crash_lines(run.failure_lines, run.raw_failure_lines)))
-        for run in runs
-        # Another chunk does not run the new lines' tests.
-        if suite_of(run.name) == suite_of(label)
-        and run_lines_known(run.parse_status, run.failure_lines)
-    ]
-    new = set(second.lines)
-    onset = min((at for at, seen in seen_by_push if seen & new), default=case_push)
-    showed_old = sum(1 for at, seen in seen_by_push if at < onset and seen & old)
+    showed_old = 0
+    for run in runs:
+        if suite_of(run.name) != suite_of(label):
+            continue  # another chunk: it does not run the new lines' tests
+        if not run_lines_known(run.parse_status, run.failure_lines):
+            continue
+        seen = set(with_crash_lines(run.failure_lines, run.raw_failure_lines))
+        if seen & set(second.lines):
+            return False  # they failed before this case's push: no later onset shown
+        showed_old += bool(seen & old)
     return (1.0 - second.fail_rate) ** showed_old <= _SAME_ONSET_MISSED
 
 
