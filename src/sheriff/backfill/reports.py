@@ -481,18 +481,22 @@ def _second_regression(
         .where(job.c.id == job_id)
     ).one()
     for report in searched:
-        # A line that names no test (a timeout's `Last test finished`) is another search's
-        # only where the two met: on world 20261223-1 a timeout beginning on push 18 beside
-        # a regression never backed out was taken for a timeout of another chunk that had
-        # stopped on push 16, and its own push was never searched for.
-        met = report.id == joined.id or _unnamed_meet(conn, report, label, case_groups)
-        ours = bool if met else names_a_test
         covered = [
             line
             for line in lines
-            if ours(line)
-            and (line in (report.failure_lines or []) or test_of(line) in (report.tests or []))
+            if line in (report.failure_lines or []) or test_of(line) in (report.tests or [])
         ]
+        # A line that names no test (a timeout's `Last test finished`) is another search's
+        # only where the two met: on world 20261223-1 a timeout beginning on push 18 beside
+        # a regression never backed out was taken for the timeout of another chunk's
+        # search, whose regression had stopped on push 16, and joined it.
+        unnamed = [line for line in covered if not names_a_test(line)]
+        if (
+            unnamed
+            and report.id != joined.id
+            and not _unnamed_meet(conn, report, label, case_groups)
+        ):
+            covered = [line for line in covered if line not in unnamed]
         if not covered:
             continue
         old.update(covered)
