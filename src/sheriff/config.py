@@ -157,6 +157,9 @@ class Settings(BaseSettings):
     # exact rule of SPEC §3 (figures in README.md and docs/history-policy.md).
     policy: str = "history"
     runs_wanted: int = 6  # original + 5 retriggers
+    # The most runs `history` may take for a case still undecided at runs_wanted whose
+    # verdict a few more runs could turn (docs/history-policy.md); runs_wanted = never more.
+    runs_most: int = Field(11, ge=1)
     regression_min_reproductions: int = 2
     # The `history` policy's thresholds on P(regression), the clean retriggers an
     # intermittent verdict needs, without and with an open bug, and the P(regression) a
@@ -168,6 +171,7 @@ class Settings(BaseSettings):
     history_min_clean_runs_with_bug: int | None = None
     history_at_cap: float | None = None
     history_waiver_ceiling: float | None = None
+    history_extend_from: float | None = None  # P from which a case goes past the cap
     # A run whose log Treeherder has not parsed this long after the run ended (or could
     # not parse at all) has its live_backing.log read by sheriff itself.
     raw_log_after_minutes: float = Field(30, ge=0)

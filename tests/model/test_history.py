@@ -24,6 +24,7 @@ from sheriff.model.history import (
 )
 from sheriff.model.policy import (
     CaseEvidence,
+    Decision,
     DecisionKind,
     RunEvidence,
     UnknownPolicyError,
@@ -441,6 +442,76 @@ def test_at_the_cap_a_regression_needs_p_at_least_at_cap() -> None:
     )
 
 
+def test_a_case_the_cap_would_call_intermittent_takes_more_runs_while_p_is_high_enough() -> None:
+    """Two of five reproduced, P about 0.62: the cap says intermittent, yet five more runs
+    could still tell a regression from a flake. With `runs_most` the case asks for them;
+    without it (and when P is all but settled) the cap decides as before."""
+    runs = [done("r1", A), done("r2", A), done("r3"), done("r4"), done("r5")]
+    middle = CaseHistory(priors=Priors(base_rate=0.4, flake=RateDistribution(1.0, 19.0)))
+    at_the_cap = POLICY.decide(case(*runs, history=middle))
+    assert at_the_cap.verdict is Verdict.INTERMITTENT
+    going_on = POLICY.decide(case(*runs, history=middle, runs_most=11))
+    assert going_on.kind is DecisionKind.RETRIGGER and 1 <= going_on.retriggers <= 5
+    assert going_on.p_regression == at_the_cap.p_regression
+    assert "all 6 runs used, < 0.8 at the cap, yet P >= 0.1: up to 11 runs" in going_on.reason
+    settled = CaseHistory(priors=Priors(base_rate=0.05, flake=RateDistribution(6.0, 14.0)))
+    low = POLICY.decide(case(*runs, history=settled, runs_most=11))
+    assert low.p_regression is not None and low.p_regression < POLICY.extend_from
+    assert low.verdict is Verdict.INTERMITTENT and "all 6 runs used" in low.reason
+
+
+def test_past_the_cap_only_upper_or_lower_decide_until_runs_most() -> None:
+    """Past the cap a case is not called a regression at `at_cap`: more runs are what it
+    went on for. Sure either way it is decided; at `runs_most` the cap's rule again."""
+    runs = [done("r1", A), done("r2", A), done("r3"), done("r4"), done("r5")]
+    middle = CaseHistory(priors=Priors(base_rate=0.4, flake=RateDistribution(1.0, 19.0)))
+
+    def decide(*more: str | None) -> Decision:
+        extra = [done(f"s{i}", *((line,) if line else ())) for i, line in enumerate(more)]
+        return POLICY.decide(case(*runs, *extra, history=middle, runs_most=11))
+
+    one_more = decide(A)  # 3 of 6: P about 0.88, over at_cap, under upper
+    assert one_more.p_regression is not None
+    assert POLICY.at_cap <= one_more.p_regression < POLICY.upper
+    assert one_more.kind is DecisionKind.RETRIGGER and "past the cap of 6 runs" in one_more.reason
+    assert decide(A, A, A, A, None).verdict is Verdict.REGRESSION  # 6 of 10, P >= upper
+    last = decide(A, A, None, None, None)  # 4 of 10, P about 0.8 - a hair
+    assert last.verdict is Verdict.INTERMITTENT and "all 11 runs used" in last.reason
+    # Where the runs past the cap stop, only `upper` makes a regression: 5 of 10 is P
+    # about 0.95, a regression at the cap's `at_cap`, not past it.
+    unsure = decide(A, A, A, None, None)
+    assert unsure.p_regression is not None and POLICY.at_cap <= unsure.p_regression < POLICY.upper
+    assert unsure.verdict is Verdict.INTERMITTENT and "< 0.98 past the cap" in unsure.reason
+    assert decide(None, None, None, None, None).verdict is Verdict.INTERMITTENT
+
+
+def test_a_regression_at_the_cap_is_decided_there_whatever_runs_most() -> None:
+    runs = [done("r1", A), done("r2", A), done("r3"), done("r4"), done("r5")]
+    fleet = CaseHistory(priors=Priors(base_rate=0.5, flake=RateDistribution(0.5, 19.5)))
+    decision = POLICY.decide(case(*runs, history=fleet, runs_most=11))
+    assert decision.verdict is Verdict.REGRESSION and "all 6 runs used" in decision.reason
+
+
+def test_a_case_out_of_reach_at_the_cap_is_not_cut_while_runs_past_it_could_turn_it() -> None:
+    """A clean test, two of four reproduced, one run left: no outcome of that run makes a
+    regression at the cap, but the runs past it could, so the case is not cut short."""
+    fleet = Priors(
+        base_rate=0.077, flake=RateDistribution(3.67, 16.33), regression=RateDistribution(1.5, 0.5)
+    )
+    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=1) for ago in range(10, 0, -1))
+    history = CaseHistory(priors=fleet, earlier=(*quiet, EarlierRuns(0, other_runs=1)))
+    runs = [done("r1", A), done("r2", A), done("r3"), done("r4")]
+    cut = POLICY.decide(case(*runs, history=history))
+    assert cut.verdict is Verdict.INTERMITTENT and "however the 1 run left" in cut.reason
+    going_on = POLICY.decide(case(*runs, history=history, runs_most=11))
+    assert going_on.kind is DecisionKind.RETRIGGER and going_on.retriggers == 1
+
+
+def test_runs_most_is_never_below_runs_wanted() -> None:
+    with pytest.raises(ValueError, match="runs_most"):
+        case(runs_wanted=6, runs_most=5)
+
+
 def test_the_threshold_at_the_cap_lies_between_the_bounds() -> None:
     with pytest.raises(ValueError, match="at_cap"):
         history_module.configured(at_cap=0.99)
@@ -474,6 +545,7 @@ def test_evidence_says_why() -> None:
         "min_clean_runs": 2,
         "min_clean_runs_with_bug": 1,
         "waiver_ceiling": 0.1,
+        "extend_from": 0.1,
     }
     assert h["priors"]["cases"] == 0 and "P(regression)" in data["reason"]
 

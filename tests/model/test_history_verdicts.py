@@ -211,3 +211,50 @@ def test_a_case_decided_before_the_cap_as_out_of_reach_is_never_a_regression_at_
         assert POLICY.decide(case(*runs, *more, history=history)).verdict is not (
             Verdict.REGRESSION
         )
+
+
+# Fleets where a case is often undecided at the cap (flakes repeating a run in five to a
+# run in three, regressions mostly failing): where the runs past it matter.
+undecided_fleets = st.builds(
+    Priors,
+    base_rate=st.floats(0.02, 0.6),
+    flake=st.builds(RateDistribution, st.floats(1.0, 8.0), st.floats(8.0, 20.0)),
+    regression=st.builds(RateDistribution, st.floats(1.0, 3.0), st.floats(0.2, 1.5)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    priors=priors | undecided_fleets,
+    earlier=earlier_runs,
+    open_bug=st.booleans(),
+    data=st.data(),
+)
+def test_a_case_cut_short_before_runs_most_is_never_a_regression_on_any_way_on(
+    priors: Priors, earlier: list[EarlierRuns], open_bug: bool, data: st.DataObject
+) -> None:
+    """With runs past the cap allowed (`runs_most`), a case cut short as out of reach is
+    not a regression however its runs would have gone on: the policy, followed run by run
+    through any order of reproductions and clean runs up to `runs_most`, never says
+    regression where it stops, nor asks for a run past `runs_most`."""
+    n = data.draw(st.integers(0, 9) | st.integers(3, 5))
+    k = data.draw(st.integers(0, n))
+    history = CaseHistory(features={"open_bug": open_bug}, priors=priors, earlier=tuple(earlier))
+    runs = [done(f"r{i}", A) for i in range(k)] + [done(f"c{i}") for i in range(n - k)]
+    decision = POLICY.decide(case(*runs, history=history, runs_most=11))
+    if "however the" not in decision.reason:
+        return
+    assert decision.verdict is Verdict.INTERMITTENT
+    room = 10 - n
+    order = data.draw(st.lists(st.booleans(), min_size=room, max_size=room))
+    for reproduced in range(room + 1):  # reproductions first, then clean runs
+        for way in ([True] * reproduced + [False] * (room - reproduced), order):
+            more: list = []
+            for i, shows in enumerate(way):
+                more.append(done(f"x{i}", A) if shows else done(f"y{i}"))
+                decided = POLICY.decide(case(*runs, *more, history=history, runs_most=11))
+                if decided.kind is DecisionKind.RETRIGGER:  # never past runs_most
+                    assert 1 + len(runs) + len(more) + decided.retriggers <= 11
+                if decided.kind is DecisionKind.VERDICT:
+                    assert decided.verdict is not Verdict.REGRESSION
+                    break

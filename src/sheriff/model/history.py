@@ -561,7 +561,10 @@ class HistoryPolicy:
         "min_clean_runs_with_bug otherwise), and never comes once "
         "min_reproductions retriggers reproduced; before runs_wanted runs a regression "
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
-        "P >= at_cap (a false regression costs four times a missed one). A PROCESS-CRASH "
+        "P >= at_cap (a false regression costs four times a missed one); a case the cap "
+        "would call intermittent with P >= extend_from takes more runs, up to runs_most, "
+        "decided on the way only by upper and lower and at runs_most by the cap's rule. "
+        "A PROCESS-CRASH "
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
         "crash line: alone it decides the case, beside test lines whenever they do not make "
@@ -590,6 +593,12 @@ class HistoryPolicy:
     # P(regression) at most this (`_clean_needed`): twice `lower`, so that what the
     # retrigger could show would not make the case worth a second look.
     waiver_ceiling: float = 0.1
+    # A case still between the bounds at `runs_wanted` runs, which the cap would call
+    # intermittent with P(regression) at least this, may take more runs, up to the
+    # evidence's `runs_most`: five retriggers tell a clean test failing half its runs
+    # since this push (3 of 6 runs) from a flake only roughly, ten tell it well. Below
+    # this the verdict is all but settled and the runs would buy nothing.
+    extend_from: float = 0.1
 
     def __post_init__(self) -> None:
         if self.min_clean_runs < 0 or self.min_clean_runs_with_bug < 0:
@@ -608,6 +617,9 @@ class HistoryPolicy:
             )
         if not 0.0 <= self.waiver_ceiling <= 1.0:
             raise ValueError(f"waiver_ceiling must be between 0 and 1, not {self.waiver_ceiling}")
+        if not 0.0 < self.extend_from <= 1.0:
+            # 0 would take every case past the cap; 1, none (as runs_most = runs_wanted).
+            raise ValueError(f"extend_from must be in (0, 1], not {self.extend_from}")
 
     def decide(self, evidence: CaseEvidence) -> Decision:
         tally = _tally(evidence)
@@ -728,16 +740,37 @@ class HistoryPolicy:
                 p=p,
             )
         room = evidence.runs_missing
+        past_cap = ""
         if room == 0:
             # Every run spent and still between the bounds: the verdict that costs less on
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
             # the test's history.
-            regression, bound = self._at_cap(p, k, n, history.earlier)
+            # Past the cap only a case the cap would call intermittent goes; there only
+            # `upper` or `lower` decide, and where the runs stop, `upper` again (`_at_cap`).
+            past = evidence.runs_most is not None and (
+                evidence.runs_existing_or_requested > evidence.runs_wanted
+            )
+            regression, bound = self._at_cap(p, k, n, history.earlier, past_cap=past)
+            room = evidence.runs_beyond if not regression and p >= self.extend_from else 0
+            if room and past:
+                past_cap = (
+                    f"; past the cap of {evidence.runs_wanted} runs, up to "
+                    f"{evidence.runs_most} while P >= {self.extend_from}"
+                )
+            elif room:
+                past_cap = (
+                    f"; all {evidence.runs_wanted} runs used, {bound}, yet P >= "
+                    f"{self.extend_from}: up to {evidence.runs_most} runs"
+                )
+        if room == 0:
+            used = evidence.runs_wanted
+            if evidence.runs_most is not None:  # past the cap, the runs it went to
+                used = min(max(used, evidence.runs_existing_or_requested), evidence.runs_most)
             verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
             return self._decision(
                 DecisionKind.VERDICT,
-                f"{why}; all {evidence.runs_wanted} runs used, {bound}",
+                f"{why}; all {used} runs used, {bound}",
                 facts,
                 history,
                 k,
@@ -745,8 +778,15 @@ class HistoryPolicy:
                 verdict=verdict,
                 p=p,
             )
-        if self._out_of_reach(case_history, tally, n, room):
-            said = f"{why}; however the {_plural(room, 'run')} left came out, no line would "
+        # Before the cap the runs past it count too: P may yet rise to `extend_from`.
+        before_cap, beyond = (0, room) if past_cap else (room, evidence.runs_beyond)
+        if self._out_of_reach(case_history, tally, n, before_cap, beyond):
+            left = _plural(room, "run")
+            if beyond and not past_cap:
+                left += f" left before the cap (and up to {beyond} past it)"
+            else:
+                left += " left"
+            said = f"{why}; however the {left} came out, no line would "
             said += f"reach {self.upper} on the way or make a regression at the cap"
             if mostly_reproduced(k + room, n + room):
                 # The best tally would be "4 or more of 5": say why even that is a flake's.
@@ -774,7 +814,7 @@ class HistoryPolicy:
             )
         return self._decision(
             DecisionKind.RETRIGGER,
-            f"{why}; asking for {_plural(wave, 'more run')}{withheld}",
+            f"{why}{past_cap}; asking for {_plural(wave, 'more run')}{withheld}",
             facts,
             history,
             k,
@@ -783,48 +823,67 @@ class HistoryPolicy:
             retriggers=wave,
         )
 
-    def _at_cap(self, p: float, k: int, n: int, earlier: Sequence[EarlierRuns]) -> tuple[bool, str]:
+    def _at_cap(
+        self, p: float, k: int, n: int, earlier: Sequence[EarlierRuns], past_cap: bool = False
+    ) -> tuple[bool, str]:
         """(regression?, why in words) at the cap, P(regression) `p` after k reproductions
         of n: regression from `at_cap` on, once reproduced here or shown on an earlier
         push (a failure of several configurations of one push, clean before and not
         reproduced, is what a flaky test with a high rate does). A failure that nearly
         every retrigger reproduced is a regression unless the test already failed like
         that before this push (a flaky test that fails often): the model alone must not
-        wave it through."""
-        by_model = p >= self.at_cap and (k >= 1 or failed_before(earlier)[0] > 0)
-        bound = f"{'>=' if p >= self.at_cap else '<'} {self.at_cap} at the cap"
-        if p >= self.at_cap and not by_model:
+        wave it through. Past the cap (`past_cap`: where the runs past it stop) the model
+        makes a regression only from `upper` on: the case went on because the cap would
+        have called it intermittent, and the runs past the cap are there to make it sure
+        (at `at_cap` there, flakes of a world's first pushes, 2 of 10 reproduced at
+        P 0.92, were regressions: development world 20261223-29)."""
+        threshold, where = (self.upper, "past the cap") if past_cap else (self.at_cap, "at the cap")
+        by_model = p >= threshold and (k >= 1 or failed_before(earlier)[0] > 0)
+        bound = f"{'>=' if p >= threshold else '<'} {threshold} {where}"
+        if p >= threshold and not by_model:
             bound += ", but not reproduced and never shown on an earlier push"
         if by_model or not mostly_reproduced(k, n):
             return by_model, bound
         regression, said = _repeats_its_past(k, n, earlier)
         return regression, f"{bound}; {said}"
 
-    def _out_of_reach(self, history: CaseHistory, tally: Any, n: int, room: int) -> bool:
-        """Whether no outcome of the `room` runs left could make the case a regression, for
-        any of its lines: the runs would be spent only to reach the verdict the cap gives
-        anyway.
+    def _out_of_reach(
+        self, history: CaseHistory, tally: Any, n: int, room: int, beyond: int = 0
+    ) -> bool:
+        """Whether no outcome of the `room` runs left before the cap, and the `beyond` runs
+        past it, could make the case a regression, for any of its lines: the runs would be
+        spent only to reach the verdict the cap gives anyway.
 
         Every way the runs left could come out is weighed: no tally on the way reaches
-        `upper` with a reproduction, and no tally at the cap makes a regression there
-        (`_at_cap`). (P never falls when a retrigger reproduces, but with
+        `upper` with a reproduction, and no tally where the runs stop makes a regression
+        there (`_at_cap`): at the cap, unless P is still at least `extend_from` there and
+        runs past it are left; past the cap, wherever P falls below `extend_from`, and at
+        the last run. (P never falls when a retrigger reproduces, but with
         fitted rates P at a given number of runs need not rise with the reproductions
         among them, so the best tally is not always "every one reproduced".) That is
         typically a test that flakes often, where the cap's five retriggers said nothing
         the first ones had not (seed 20261222: 19 % of cases went to the cap, 2.19
         retriggers per case, over the target of 2.0)."""
         told = _judged_lines(history, tally) or {None: (history, len(tally.reproducing))}
+        last = room + beyond
         for line_history, k in told.values():
             priors, features = line_history.priors, line_history.features
             earlier = line_history.earlier
-            for more in range(1, room + 1):
-                for shown_more in range(more + 1):
+            going = {0}  # reproductions among the runs so far, on the ways still undecided
+            for more in range(1, last + 1):
+                after = set()
+                for shown_more in sorted({s + d for s in going for d in (0, 1)}):
                     tally_k, tally_n = k + shown_more, n + more
                     p = priors.posterior(features, k=tally_k, n=tally_n, earlier=earlier)
                     if p >= self.upper and tally_k >= 1:
                         return False
-                    if more == room and self._at_cap(p, tally_k, tally_n, earlier)[0]:
+                    on = more < room or (more < last and p >= self.extend_from)
+                    past = more > room
+                    if not on and self._at_cap(p, tally_k, tally_n, earlier, past_cap=past)[0]:
                         return False
+                    if on:
+                        after.add(shown_more)
+                going = after
         return True
 
     def _speaking_line(self, history: CaseHistory, tally: Any, n: int) -> tuple[CaseHistory, int]:
@@ -1015,6 +1074,7 @@ class HistoryPolicy:
                 "min_clean_runs": self.min_clean_runs,
                 "min_clean_runs_with_bug": self.min_clean_runs_with_bug,
                 "waiver_ceiling": self.waiver_ceiling,
+                "extend_from": self.extend_from,
             },
             "priors": priors.to_dict(),
         }
@@ -1167,6 +1227,7 @@ def configured(
     at_cap: float | None = None,
     min_clean_runs_with_bug: int | None = None,
     waiver_ceiling: float | None = None,
+    extend_from: float | None = None,
 ) -> HistoryPolicy:
     """The history policy with other thresholds (settings), validated."""
     given = {
@@ -1176,6 +1237,7 @@ def configured(
         "at_cap": at_cap,
         "min_clean_runs_with_bug": min_clean_runs_with_bug,
         "waiver_ceiling": waiver_ceiling,
+        "extend_from": extend_from,
     }
     return replace(HistoryPolicy(), **{k: v for k, v in given.items() if v is not None})
 

@@ -223,6 +223,10 @@ class CaseEvidence:
     requested_not_visible: int = 0  # asked for (by an action task or sheriff), no task yet
     runs_wanted: int = 6  # original + 5 retriggers
     min_reproductions: int = 2
+    # The most runs a policy may take for a case still undecided at `runs_wanted` (None:
+    # `runs_wanted`, never more). Only `history` goes past the cap, and only for a case
+    # that a few more runs could still turn (docs/history-policy.md).
+    runs_most: int | None = None
     # Prior evidence from the store (sheriff.model.history.CaseHistory) for policies that
     # declare `needs_history`; the others ignore it.
     history: Any = None
@@ -230,6 +234,10 @@ class CaseEvidence:
     def __post_init__(self) -> None:
         if self.runs_wanted < 1:
             raise ValueError(f"runs_wanted must be at least 1, not {self.runs_wanted}")
+        if self.runs_most is not None and self.runs_most < self.runs_wanted:
+            raise ValueError(
+                f"runs_most ({self.runs_most}) is below runs_wanted ({self.runs_wanted})"
+            )
         if self.min_reproductions < 1:
             raise ValueError(f"min_reproductions must be at least 1, not {self.min_reproductions}")
         if self.requested_not_visible < 0:
@@ -247,6 +255,14 @@ class CaseEvidence:
     def runs_missing(self) -> int:
         """How many more runs must be asked for to reach `runs_wanted` (never negative)."""
         return max(0, self.runs_wanted - self.runs_existing_or_requested)
+
+    @property
+    def runs_beyond(self) -> int:
+        """How many more runs past `runs_wanted` could still be asked for, up to
+        `runs_most` (0 when there is no such room)."""
+        if self.runs_most is None:
+            return 0
+        return max(0, self.runs_most - max(self.runs_wanted, self.runs_existing_or_requested))
 
 
 @dataclass(frozen=True)

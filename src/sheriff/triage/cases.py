@@ -175,6 +175,7 @@ def advance_push(
     seen_action_tasks: Iterable[str],
     now: datetime,
     runs_wanted: int = 6,
+    runs_most: int | None = None,
     min_reproductions: int = 2,
     count_dry_runs: bool = False,
     on_regression: Callable[[sa.Connection, int, datetime], object] | None = None,
@@ -312,6 +313,7 @@ def advance_push(
             + int(requested.get(case["label"], 0))
             + plan.retriggers[case["label"]],
             runs_wanted=runs_wanted,
+            runs_most=runs_most,
             min_reproductions=min_reproductions,
             history=history.case(original, o) if history is not None else None,
         )
@@ -323,7 +325,9 @@ def advance_push(
                 # Not enough budget for what the policy asks: it decides on the runs it has
                 # and the few the budget still pays for.
                 cap = max(1, evidence.runs_existing_or_requested + spent.left)
-                decision = policy.decide(replace(evidence, runs_wanted=min(runs_wanted, cap)))
+                decision = policy.decide(
+                    replace(evidence, runs_wanted=min(runs_wanted, cap), runs_most=None)
+                )
                 plan.budget_limited += 1
             else:
                 spent = None

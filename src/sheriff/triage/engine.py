@@ -129,6 +129,7 @@ def policy_named(name: str, settings: Settings | None = None) -> Policy:
                 at_cap=settings.history_at_cap,
                 min_clean_runs_with_bug=settings.history_min_clean_runs_with_bug,
                 waiver_ceiling=settings.history_waiver_ceiling,
+                extend_from=settings.history_extend_from,
             )
         return get_policy(name)
     except UnknownPolicyError as exc:
@@ -288,6 +289,7 @@ class Triage:
                     ),
                     now=now,
                     runs_wanted=self.settings.runs_wanted,
+                    runs_most=max(self.settings.runs_most, self.settings.runs_wanted),
                     min_reproductions=self.settings.regression_min_reproductions,
                     count_dry_runs=not self.live,
                     on_regression=self._file_regression,
