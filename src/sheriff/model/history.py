@@ -563,7 +563,8 @@ class HistoryPolicy:
         "verdict needs a retrigger that reproduced; at runs_wanted runs a regression needs "
         "P >= at_cap (a false regression costs four times a missed one); a case the cap "
         "would call intermittent with P >= extend_from takes more runs, up to runs_most, "
-        "decided on the way only by upper and lower and at runs_most by the cap's rule. "
+        "decided on the way only by upper and lower; where those runs stop, a regression "
+        "needs P >= upper. "
         "A PROCESS-CRASH "
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
@@ -745,9 +746,9 @@ class HistoryPolicy:
             # Every run spent and still between the bounds: the verdict that costs less on
             # average (see `at_cap`). The seed rule would call every test that flakes twice
             # in five runs a regression; the model weighs those two reproductions against
-            # the test's history.
-            # Past the cap only a case the cap would call intermittent goes; there only
-            # `upper` or `lower` decide, and where the runs stop, `upper` again (`_at_cap`).
+            # the test's history. Only a case the cap would call intermittent goes past it;
+            # there only `upper` or `lower` decide, and where the runs stop, `upper` again
+            # (`_at_cap`).
             past = evidence.runs_most is not None and (
                 evidence.runs_existing_or_requested > evidence.runs_wanted
             )
