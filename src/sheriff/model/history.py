@@ -754,31 +754,31 @@ class HistoryPolicy:
             )
             regression, bound = self._at_cap(p, k, n, history.earlier, past_cap=past)
             room = evidence.runs_beyond if not regression and p >= self.extend_from else 0
-            if room and past:
+            if room == 0:
+                used = evidence.runs_wanted
+                if evidence.runs_most is not None:  # past the cap, the runs it went to
+                    used = min(max(used, evidence.runs_existing_or_requested), evidence.runs_most)
+                verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
+                return self._decision(
+                    DecisionKind.VERDICT,
+                    f"{why}; all {used} runs used, {bound}",
+                    facts,
+                    history,
+                    k,
+                    n,
+                    verdict=verdict,
+                    p=p,
+                )
+            if past:
                 past_cap = (
                     f"; past the cap of {evidence.runs_wanted} runs, up to "
                     f"{evidence.runs_most} while P >= {self.extend_from}"
                 )
-            elif room:
+            else:
                 past_cap = (
                     f"; all {evidence.runs_wanted} runs used, {bound}, yet P >= "
                     f"{self.extend_from}: up to {evidence.runs_most} runs"
                 )
-        if room == 0:
-            used = evidence.runs_wanted
-            if evidence.runs_most is not None:  # past the cap, the runs it went to
-                used = min(max(used, evidence.runs_existing_or_requested), evidence.runs_most)
-            verdict = Verdict.REGRESSION if regression else Verdict.INTERMITTENT
-            return self._decision(
-                DecisionKind.VERDICT,
-                f"{why}; all {used} runs used, {bound}",
-                facts,
-                history,
-                k,
-                n,
-                verdict=verdict,
-                p=p,
-            )
         # Before the cap the runs past it count too: P may yet rise to `extend_from`.
         before_cap, beyond = (0, room) if past_cap else (room, evidence.runs_beyond)
         if self._out_of_reach(case_history, tally, n, before_cap, beyond):
@@ -878,11 +878,14 @@ class HistoryPolicy:
                     p = priors.posterior(features, k=tally_k, n=tally_n, earlier=earlier)
                     if p >= self.upper and tally_k >= 1:
                         return False
-                    on = more < room or (more < last and p >= self.extend_from)
-                    past = more > room
-                    if not on and self._at_cap(p, tally_k, tally_n, earlier, past_cap=past)[0]:
+                    # The runs stop at the last one, or past the cap once P falls below
+                    # `extend_from`; the cap's rule also speaks at the cap itself.
+                    stops = more == last or (more >= room and p < self.extend_from)
+                    if (more == room or stops) and self._at_cap(
+                        p, tally_k, tally_n, earlier, past_cap=more > room
+                    )[0]:
                         return False
-                    if on:
+                    if not stops:
                         after.add(shown_more)
                 going = after
         return True
