@@ -780,7 +780,8 @@ class HistoryPolicy:
                     f"{self.extend_from}: up to {evidence.runs_most} runs"
                 )
         # Before the cap the runs past it count too: P may yet rise to `extend_from`.
-        before_cap, beyond = (0, room) if past_cap else (room, evidence.runs_beyond)
+        beyond = evidence.runs_beyond
+        before_cap = 0 if past_cap else room
         if self._out_of_reach(case_history, tally, n, before_cap, beyond):
             left = _plural(room, "run")
             if beyond and not past_cap:
