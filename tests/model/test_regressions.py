@@ -7,6 +7,7 @@ from sheriff.model.regressions import (
     group_cases,
     match,
     merge_target,
+    merged_stop,
     stopped_failing,
 )
 
@@ -108,3 +109,13 @@ def test_clean_runs_to_stop_grow_with_the_places_a_streak_was_looked_for() -> No
 
 def test_regressions_with_the_same_culprit_merge_into_the_oldest() -> None:
     assert merge_target({1: "p17", 2: "p11", 3: "p17", 4: None}) == {3: 1}
+
+
+def test_a_merged_regression_stopped_only_where_its_latest_failing_record_stopped() -> None:
+    # (last failing push, stop push or None)
+    assert merged_stop([(7, 8), (10, None)]) is None  # failing at 10, past the stop at 8
+    assert merged_stop([(7, 8), (10, 13)]) == 13
+    assert merged_stop([(14, 16), (12, 13)]) == 16  # the earlier record's end says nothing
+    assert merged_stop([(14, 16), (12, None)]) == 16
+    assert merged_stop([(14, 16), (14, None)]) is None
+    assert merged_stop([(14, 16), (14, 18)]) == 18

@@ -311,9 +311,16 @@ def test_a_line_that_names_no_test_is_looked_for_in_its_suite_chunk(engine) -> N
 
 
 def _record_regression(
-    engine, first: int, stopped: int | None, merged_into: int | None = None
+    engine,
+    first: int,
+    stopped: int | None,
+    merged_into: int | None = None,
+    last: int | None = None,
+    culprit: int | None = None,
 ) -> int:
-    """A regression record of test_a from push `first`, stopped at push `stopped`; its id."""
+    """A regression record of test_a from push `first` (failing up to `last`, by default
+    the push before its stop or push 11), stopped at push `stopped`, its backfill's
+    culprit `culprit`; its id."""
     from sheriff.store.schema import regression, repository
 
     with engine.begin() as conn:
@@ -327,8 +334,9 @@ def _record_regression(
                 configurations=[f"{LINUX}/opt"],
                 labels=["bc1"],
                 first_push_id=ids[f"rev{first:02d}"],
-                last_push_id=ids[f"rev{(stopped or 12) - 1:02d}"],
+                last_push_id=ids[f"rev{last if last is not None else (stopped or 12) - 1:02d}"],
                 stopped_push_id=ids[f"rev{stopped:02d}"] if stopped is not None else None,
+                culprit_push_id=ids[f"rev{culprit:02d}"] if culprit is not None else None,
                 merged_into=merged_into,
                 opened_at=NOW,
                 updated_at=NOW,
@@ -389,6 +397,36 @@ def test_the_runs_of_a_stopped_regression_merged_into_one_still_failing_are_kept
     survivor = _record_regression(engine, first=3, stopped=None)
     _record_regression(engine, first=3, stopped=8, merged_into=survivor)
     assert len(shown(history_of(engine, ids[-1]))) == 12
+
+
+def test_a_stopped_regression_that_takes_a_later_record_in_by_its_culprit_is_open_again(
+    engine,
+) -> None:
+    """A record stopped at push 8 and a record of the same test opened at push 10, whose
+    backfill named the same culprit (push 3): one regression, still failing at push 10,
+    so it has not stopped. Left stopped, its pushes 3 to 7 were read as explained and the
+    test's later failures as new (world 20261227-13)."""
+    from sheriff.store.schema import regression
+    from sheriff.triage.regressions import follow_regressions
+
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    stopped = _record_regression(engine, first=3, stopped=8, culprit=3)
+    assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
+    later = _record_regression(engine, first=10, stopped=None, last=10, culprit=3)
+    with engine.begin() as conn:
+        follow_regressions(conn, NOW)
+        rows = {r.id: r for r in conn.execute(sa.select(regression))}
+        rev10 = conn.execute(sa.select(push.c.id).where(push.c.revision == "rev10")).scalar()
+    assert rows[later].merged_into == stopped
+    survivor = rows[stopped]
+    assert (survivor.stopped_push_id, survivor.status) == (None, "culprit")
+    assert survivor.last_push_id == rev10
+    history = history_of(engine, ids[-1])
+    assert history.facts["runs"][0]["pushes_of_a_stopped_regression"] == 0
+    assert len(shown(history)) == 12
 
 
 def test_the_runs_of_a_stopped_regression_from_the_first_known_push_are_kept(engine) -> None:

@@ -191,6 +191,24 @@ def stopped_failing(
     return None
 
 
+def merged_stop(ends: Iterable[tuple[int, int | None]]) -> int | None:
+    """Where regressions merged into one stopped failing: each gives (last failing push
+    order, stop push order or None while open). The merged one failed up to the latest of
+    their last pushes, so it stopped only where the one (or every one) failing there
+    stopped; an earlier record's stop is no stop at all once a later record, failing past
+    it, joins it by its culprit. Kept as it was, such a stop said "this regression ended"
+    while it still failed: the history then read its pushes as explained and a flaky
+    test's next failures as a new regression (world 20261227-13: four more false
+    regressions of one test, after a record "stopped" at push 16 took cases at pushes 20
+    and 24 in by their culprit)."""
+    ends = list(ends)
+    last = max(order for order, _ in ends)
+    stops = [stop for order, stop in ends if order == last]
+    if any(stop is None for stop in stops):
+        return None
+    return max(stop for stop in stops if stop is not None)
+
+
 def merge_target(culprits: dict[int, str | None]) -> dict[int, int]:
     """Regressions to merge because their backfills named the same culprit push: each
     regression id that goes away → the oldest regression with that culprit."""

@@ -28,6 +28,7 @@ from sheriff.model.regressions import (
     clean_runs_to_stop,
     match,
     merge_target,
+    merged_stop,
     stopped_failing,
 )
 from sheriff.store.schema import (
@@ -269,12 +270,11 @@ def follow_regressions(conn: sa.Connection, now: datetime) -> None:
 def _merge(conn: sa.Connection, gone: int, into: int, now: datetime) -> None:
     a = conn.execute(sa.select(regression).where(regression.c.id == into)).one()
     b = conn.execute(sa.select(regression).where(regression.c.id == gone)).one()
-    times = dict(
-        conn.execute(
-            sa.select(push.c.id, push.c.push_time).where(
-                push.c.id.in_([a.first_push_id, b.first_push_id, a.last_push_id, b.last_push_id])
-            )
-        ).all()
+    orders = push_orders(conn, a.repository_id)
+    by_order = {order: push_id for push_id, order in orders.items()}
+    stop = merged_stop(
+        (orders[r.last_push_id], orders.get(r.stopped_push_id) if r.stopped_push_id else None)
+        for r in (a, b)
     )
     conn.execute(
         sa.update(regression)
@@ -284,8 +284,12 @@ def _merge(conn: sa.Connection, gone: int, into: int, now: datetime) -> None:
             failure_lines=sorted(set(a.failure_lines) | set(b.failure_lines)),
             configurations=sorted(set(a.configurations) | set(b.configurations)),
             labels=sorted(set(a.labels) | set(b.labels)),
-            first_push_id=min(a.first_push_id, b.first_push_id, key=times.__getitem__),
-            last_push_id=max(a.last_push_id, b.last_push_id, key=times.__getitem__),
+            first_push_id=min(a.first_push_id, b.first_push_id, key=orders.__getitem__),
+            last_push_id=max(a.last_push_id, b.last_push_id, key=orders.__getitem__),
+            # Failing past its stop, it is open again (`merged_stop`); `_mark_stopped`
+            # looks for its end after the merged last push.
+            stopped_push_id=by_order[stop] if stop is not None else None,
+            status=STOPPED if stop is not None else CULPRIT if a.culprit_push_id else CONFIRMED,
             updated_at=now,
         )
     )
