@@ -317,17 +317,43 @@ def _record_regression(
     merged_into: int | None = None,
     last: int | None = None,
     culprit: int | None = None,
+    search: str | None = None,
 ) -> int:
     """A regression record of test_a from push `first` (failing up to `last`, by default
     the push before its stop or push 11), stopped at push `stopped`, its backfill's
-    culprit `culprit`; its id."""
-    from sheriff.store.schema import regression, repository
+    culprit `culprit`, its backfill report's status `search` (none without); its id."""
+    from sheriff.store.schema import backfill_report, regression, repository
 
     with engine.begin() as conn:
         ids = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
+        repository_id = conn.execute(sa.select(repository.c.id)).scalar_one()
+        report = None
+        if search is not None:
+            report = conn.execute(
+                backfill_report.insert().values(
+                    repository_id=repository_id,
+                    push_id=ids[f"rev{first:02d}"],
+                    job_id=conn.execute(
+                        sa.select(job.c.id).where(job.c.push_id == ids[f"rev{first:02d}"])
+                    ).scalar(),
+                    source="regression",
+                    label="bc1",
+                    strategy="flake-aware",
+                    same_manifests=True,
+                    tests=["dom/a/test_a.html"],
+                    failure_lines=[LINE],
+                    fail_rate=1.0,
+                    case_ids=[],
+                    status=search,
+                    opened_at=NOW,
+                    mature_at=NOW,
+                    updated_at=NOW,
+                )
+            ).inserted_primary_key[0]
         return conn.execute(
             regression.insert().values(
-                repository_id=conn.execute(sa.select(repository.c.id)).scalar_one(),
+                repository_id=repository_id,
+                backfill_report_id=report,
                 status="stopped" if stopped is not None else "culprit",
                 tests=["dom/a/test_a.html"],
                 failure_lines=[LINE],
@@ -373,6 +399,28 @@ def test_the_runs_of_a_stopped_regression_of_the_test_are_left_out(engine) -> No
     assert "5 earlier pushes where a regression of this test was failing" in _line_history(
         history.facts["runs"][0]
     )
+
+
+def test_the_runs_of_a_stopped_regression_whose_search_named_no_culprit_are_kept(
+    engine,
+) -> None:
+    """The backfill looked for the change from clean to failing and did not find it, or
+    has not found it yet: nothing shows those failures were a regression's, and most often
+    they are a flaky test's called a regression (world 20261227-7). A search that named a
+    culprit, or no search at all (backfills off), leaves the pushes out as before."""
+    from sheriff.store.schema import regression
+
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    for search, left_out in [("failed", 0), ("open", 0), ("culprit", 5), (None, 5)]:
+        with engine.begin() as conn:
+            conn.execute(sa.delete(regression))
+        _record_regression(engine, first=3, stopped=8, search=search)
+        history = history_of(engine, ids[-1])
+        assert history.facts["runs"][0]["pushes_of_a_stopped_regression"] == left_out, search
+        assert len(shown(history)) == 12 - left_out
 
 
 def test_the_runs_of_a_regression_still_failing_are_kept(engine) -> None:

@@ -31,6 +31,7 @@ from sheriff.model.history import (
 from sheriff.model.regressions import names_a_test, suite_of
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
+    backfill_report,
     job,
     job_type,
     manifest,
@@ -225,7 +226,7 @@ class PushHistory:
             return {}  # the window already reaches the first push the store knows
         oldest = earlier[-1].push_time
         reach: dict[str, list[Any]] = {}
-        for tests, began, stopped, _ in self._records(repository_id):
+        for tests, began, stopped, *_ in self._records(repository_id):
             if began > oldest or (stopped is not None and stopped <= push_time):
                 continue  # inside the window, or not open at this push
             named = [t for t in tests or () if names_a_test(t)]
@@ -257,9 +258,10 @@ class PushHistory:
 
     def _records(self, repository_id: int) -> list[Any]:
         """The repository's regression records (from the pass cache): tests, first push's
-        time, stop push's time (None while open), and whether the first push came after
-        the first push the store knows. A record merged into another speaks no more: the
-        survivor, maybe still failing over the same pushes, says whether it stopped."""
+        time, stop push's time (None while open), whether the first push came after the
+        first push the store knows, and whether its backfill has named no culprit. A
+        record merged into another speaks no more: the survivor, maybe still failing over
+        the same pushes, says whether it stopped."""
         if repository_id not in self.cache.records:
             first, stop = push.alias("first"), push.alias("stop")
             known_since = (
@@ -273,9 +275,15 @@ class PushHistory:
                     first.c.push_time.label("began"),
                     stop.c.push_time.label("stopped"),
                     (first.c.push_time > known_since).label("after_first_known"),
+                    # A search that has not named a culprit (ended without one, or still
+                    # looking: status `failed` or `open`).
+                    sa.and_(
+                        backfill_report.c.id.is_not(None), backfill_report.c.status != "culprit"
+                    ).label("no_culprit_named"),
                 )
                 .join(first, first.c.id == regression.c.first_push_id)
                 .outerjoin(stop, stop.c.id == regression.c.stopped_push_id)
+                .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
                 .where(
                     regression.c.repository_id == repository_id,
                     regression.c.merged_into.is_(None),
@@ -303,10 +311,19 @@ class PushHistory:
         regression's rather than the test's own (a flake failing half its runs, called a
         regression on push 0 and "stopped" by a lucky clean streak, lost its whole record
         and was called a regression again each time it failed on pushes 44 to 48: world
-        20261219-8)."""
+        20261219-8).
+
+        So is one whose backfill has named no culprit (ended without one, or is still
+        looking): nothing has shown a change from clean to failing, so nothing shows that
+        its failures were a regression's either; most often it is a flaky test called a
+        regression, and leaving its pushes out hid the flakes that speak for it (world
+        20261227-7: a record opened by a false regression at push 8, searched in vain
+        and "stopped" at push 31, left 23 pushes out, and two more flakes of the test were
+        called regressions at pushes 41 and 43, while its search still ran). Without a
+        search (backfills off) the record is read as before."""
         explained: dict[str, set[int]] = {}
-        for tests, began, stopped, after_first_known in self._records(repository_id):
-            if stopped is None or not after_first_known:
+        for tests, began, stopped, after_first_known, unnamed in self._records(repository_id):
+            if stopped is None or not after_first_known or unnamed:
                 continue
             if stopped > push_time:
                 continue  # stopped only after this push: the case may be it showing again
