@@ -198,9 +198,9 @@ def merged_stop(ends: Iterable[tuple[int, int | None]]) -> int | None:
     stopped; an earlier record's stop is no stop at all once a later record, failing past
     it, joins it by its culprit. Kept as it was, such a stop said "this regression ended"
     while it still failed: the history then read its pushes as explained and a flaky
-    test's next failures as a new regression (world 20261227-13: four more false
-    regressions of one test, after a record "stopped" at push 16 took cases at pushes 20
-    and 24 in by their culprit)."""
+    test's next failures as a new regression (world 20261227-13: three more false
+    regressions of one test, at pushes 24 and 25, after a record "stopped" at push 16
+    took records opened at pushes 20 and 24 in by their culprit)."""
     ends = list(ends)
     last = max(order for order, _ in ends)
     stops = [stop for order, stop in ends if order == last]
