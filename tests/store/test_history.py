@@ -320,8 +320,8 @@ def _record_regression(
     search: str | None = None,
 ) -> int:
     """A regression record of test_a from push `first` (failing up to `last`, by default
-    the push before its stop or push 11), stopped at push `stopped`, its backfill's
-    culprit `culprit`, its backfill report's status `search` (none without); its id."""
+    the push before its stop or push 11), stopped at push `stopped`, with culprit push
+    `culprit`, its backfill report's status `search` (none without); its id."""
     from sheriff.store.schema import backfill_report, regression, repository
 
     with engine.begin() as conn:

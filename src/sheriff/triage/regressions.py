@@ -271,9 +271,10 @@ def _merge(conn: sa.Connection, gone: int, into: int, now: datetime) -> None:
     a = conn.execute(sa.select(regression).where(regression.c.id == into)).one()
     b = conn.execute(sa.select(regression).where(regression.c.id == gone)).one()
     orders = push_orders(conn, a.repository_id)
-    by_order = {order: push_id for push_id, order in orders.items()}
+    # The merged stop is one of the two records' own stops (or none).
+    stops = {orders[r.stopped_push_id]: r.stopped_push_id for r in (a, b) if r.stopped_push_id}
     stop = merged_stop(
-        (orders[r.last_push_id], orders.get(r.stopped_push_id) if r.stopped_push_id else None)
+        (orders[r.last_push_id], orders[r.stopped_push_id] if r.stopped_push_id else None)
         for r in (a, b)
     )
     conn.execute(
@@ -288,7 +289,7 @@ def _merge(conn: sa.Connection, gone: int, into: int, now: datetime) -> None:
             last_push_id=max(a.last_push_id, b.last_push_id, key=orders.__getitem__),
             # Failing past its stop, it is open again (`merged_stop`); `_mark_stopped`
             # looks for its end after the merged last push.
-            stopped_push_id=by_order[stop] if stop is not None else None,
+            stopped_push_id=stops[stop] if stop is not None else None,
             status=STOPPED if stop is not None else CULPRIT if a.culprit_push_id else CONFIRMED,
             updated_at=now,
         )
