@@ -1,9 +1,12 @@
 """One alert per regression and event: confirmed (once its search settled, with the
-culprit if found), culprit (found after the first alert went out), stopped failing.
+culprit if found), culprit (found after the first alert went out), stopped failing, and
+failing again (a stopped regression reopened: `model.regressions.merged_stop`).
 
 Each is one `alert` effect per configured channel in the request log, keyed
-`alert:<regression>:<event>:<channel>`: written once, sent once. Without a channel the
-alerts are recorded as dry runs (channel `log`), so what would have gone out is seen.
+`alert:<regression>:<event>:<channel>`: written once, sent once. A regression that stops
+and fails again more than once has its later alerts numbered (`stopped-2`,
+`failing-again-2`). Without a channel the alerts are recorded as dry runs (channel
+`log`), so what would have gone out is seen.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ def message(r: dict[str, Any], event: str, public_url: str) -> tuple[str, str]:
         "confirmed": "confirmed",
         "culprit": "culprit found",
         "stopped": "stopped failing",
-    }[event]
+        "failing-again": "failing again",
+    }[_base(event)]
     subject = f"[sheriff] {r['repository']} regression {r['id']} {what}: {len(tests)} failing"
     lines = [f"Regression {r['id']} on {r['repository']}: {what}.", "", "Failing tests:"]
     lines += [f"  {t}" for t in tests]
@@ -50,6 +54,9 @@ def message(r: dict[str, Any], event: str, public_url: str) -> tuple[str, str]:
         lines.append("Culprit: not found yet; suggested action: look at the first failing push.")
     if r["stopped_push"]:
         lines.append(f"Stopped failing at push {r['stopped_push']['revision'][:12]}.")
+    elif _base(event) == "failing-again":
+        last = (r["last_push"] or {}).get("revision", "?")[:12]
+        lines.append(f"It had stopped failing, and failed again up to push {last}.")
     lines += ["", f"Evidence: {public_url}/api/regressions/{r['id']}", f"Cases: {len(r['cases'])}"]
     return subject, "\n".join(lines)
 
@@ -94,8 +101,14 @@ def plan_alerts(
             ).scalar()
             if first is not None and not first.get("culprit"):
                 due.append("culprit")
-        if r.stopped_push_id is not None and "confirmed" in due:
-            due.append("stopped")
+        # Stopped, then failing again (`merged_stop` reopens a record that a later one
+        # joined by its culprit): each turn is said once, the first stop as "stopped".
+        stops = _sent_turns(sent, r.id, "stopped", names[0])
+        agains = _sent_turns(sent, r.id, "failing-again", names[0])
+        if r.stopped_push_id is not None and "confirmed" in due and stops == agains:
+            due.append(_numbered("stopped", stops + 1))
+        if r.stopped_push_id is None and stops > agains:
+            due.append(_numbered("failing-again", agains + 1))
         for event in due:
             for name in names:
                 key = alert_key(r.id, event, name)
@@ -124,6 +137,25 @@ def plan_alerts(
                 sent.add(key)
                 added += 1
     return added
+
+
+def _numbered(event: str, turn: int) -> str:
+    """The event of a regression's `turn`th stop or reopening: `stopped`, `stopped-2`."""
+    return event if turn == 1 else f"{event}-{turn}"
+
+
+def _base(event: str) -> str:
+    """`stopped-2` -> `stopped`."""
+    head, _, turn = event.rpartition("-")
+    return head if turn.isdigit() else event
+
+
+def _sent_turns(sent: set[str], regression_id: int, event: str, channel: str) -> int:
+    """How many of a regression's stops (or reopenings) were already alerted."""
+    turns = 0
+    while alert_key(regression_id, _numbered(event, turns + 1), channel) in sent:
+        turns += 1
+    return turns
 
 
 def _push_orders(conn: sa.Connection, push_ids: list[int]) -> dict[int, Any]:
