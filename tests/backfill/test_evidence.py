@@ -58,3 +58,24 @@ def test_a_report_on_a_test_that_regressed_twice_counts_for_the_one_failing_on_i
     # Opened where neither failed an original run: it counts (wrong) against both.
     stray = {"tests": ["a/t.html"], "revision": "p20", "culprit_revision": "c20"}
     assert report_claims(stray, first, both) and report_claims(stray, second, both)
+
+
+def test_a_report_on_a_crash_line_is_about_the_test_the_crash_names() -> None:
+    """A crash the TEST-UNEXPECTED lines did not account for is searched by its line
+    alone (the report lists no test), yet the line names the test it crashed in: the
+    report is that test's regression's, not a timeout regression's failing on its push."""
+    from sheriff.backfill.status import report_claims, tests_named
+
+    crash = "PROCESS-CRASH | application crashed [@ Destroy + <ptr>] | a/t1.html"
+    crashed = {"tests": ["a/t1.html"], "culprit_revision": "c3", "failed_on": ["p9"]}
+    timeout = {"tests": ["a/t2.html"], "failure": "timeout", "culprit_revision": "c8"}
+    timeout["failed_on"] = ["p9"]
+    both = [crashed, timeout]
+    report = {"tests": tests_named([], [crash]), "revision": "p9", "culprit_revision": "c3"}
+    assert report["tests"] == ["a/t1.html"]
+    assert report_claims(report, crashed, both) and not report_claims(report, timeout, both)
+    # A crash between tests names no test: such a report stays test-less.
+    between = "PROCESS-CRASH | application crashed [@ Destroy + <ptr>] | pid: <pid>"
+    assert tests_named([], [between]) == []
+    bare = {"tests": [], "revision": "p9", "culprit_revision": "c8"}
+    assert report_claims(bare, timeout, both)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sheriff.model.failure_lines import (
     LineKind,
     crash_lines,
+    crashed_test,
     failure_lines,
     failure_lines_from_bug_suggestions,
     line_kind,
@@ -319,3 +320,12 @@ def test_a_crash_between_tests_normalises_its_process_id() -> None:
     assert crash_lines(
         ["PROCESS-CRASH | crashed [@ x] | dom/a/test_1.html", "TEST-UNEXPECTED-FAIL | a | b"]
     ) == ["PROCESS-CRASH | crashed [@ x] | dom/a/test_1.html"]
+
+
+def test_a_crash_line_names_the_test_it_crashed_in_and_no_other() -> None:
+    sig = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo + <ptr>]"
+    assert crashed_test(f"{sig} | dom/a/test_1.html") == "dom/a/test_1.html"
+    assert crashed_test(f"{sig} | dom/a/xpcshell.toml:dom/a/test_b.js") == "dom/a/test_b.js"
+    assert crashed_test(f"{sig} | pid: <pid>") is None  # between tests
+    assert crashed_test(f"{sig} | dom/a/xpcshell.toml") is None  # at a manifest's end
+    assert crashed_test("TEST-UNEXPECTED-FAIL | dom/a/test_1.html | boom") is None

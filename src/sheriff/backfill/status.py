@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
 from sheriff.backfill.evidence import window_evidence
 from sheriff.model.actions import BACKFILL_TAG
+from sheriff.model.failure_lines import crashed_test
 from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
 # The actions whose tasks are backfill runs: Gecko's `backfill` creates them through
@@ -138,13 +140,29 @@ def _context_points(
     return points
 
 
+def tests_named(tests: Iterable[str] | None, lines: Iterable[str] | None) -> list[str]:
+    """A report's tests, and the tests its `PROCESS-CRASH` lines name: a crash that the
+    run's TEST-UNEXPECTED lines did not account for is searched by its line alone, yet it
+    still names the test it crashed in, and the report is about that test's regression
+    (scored as test-less, it was counted against a timeout regression failing on its push:
+    world 20261227-23)."""
+    named = list(tests or [])
+    for line in lines or ():
+        test = crashed_test(line)
+        if test is not None and test not in named:
+            named.append(test)
+    return named
+
+
 def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
-    """Every report that named a culprit: its failing tests, original and culprit revisions."""
+    """Every report that named a culprit: its failing tests (`tests_named`), original and
+    culprit revisions."""
     original = push.alias("original")
     rows = conn.execute(
         sa.select(
             backfill_report.c.id,
             backfill_report.c.tests,
+            backfill_report.c.failure_lines,
             backfill_report.c.label,
             original.c.revision,
             backfill_report.c.culprit_revision,
@@ -156,7 +174,7 @@ def named_culprits(conn: sa.Connection) -> list[dict[str, Any]]:
     return [
         {
             "report": r.id,
-            "tests": r.tests,
+            "tests": tests_named(r.tests, r.failure_lines),
             "label": r.label,
             "revision": r.revision,
             "culprit_revision": r.culprit_revision,
@@ -210,17 +228,14 @@ def culprit_metrics(
         )
     # Reports about tests no regression broke: their range holds no true culprit.
     every = conn.execute(
-        sa.select(backfill_report.c.tests, push.c.revision).join(
+        sa.select(backfill_report.c.tests, backfill_report.c.failure_lines, push.c.revision).join(
             push, push.c.id == backfill_report.c.push_id
         )
     ).all()
-    without_culprit = sum(
-        1
-        for r in every
-        if not any(
-            report_about({"tests": r.tests or [], "revision": r.revision}, g) for g in regressions
-        )
-    )
+    searched = [
+        {"tests": tests_named(r.tests, r.failure_lines), "revision": r.revision} for r in every
+    ]
+    without_culprit = sum(1 for r in searched if not any(report_about(r, g) for g in regressions))
     false_culprits = [
         {
             "report": n["report"],

@@ -221,6 +221,17 @@ def failing_test(line: str) -> str | None:
     return None
 
 
+def crashed_test(line: str) -> str | None:
+    """The test path a `PROCESS-CRASH | signature | test` line names (xpcshell's
+    `manifest.toml:path`, the path); None for a crash between tests (`pid: <pid>`), at the
+    end of a manifest (the manifest), or any other line."""
+    fields = [f.strip() for f in line.split(" | ")]
+    if len(fields) < 3 or not _CRASH.match(fields[0]):
+        return None
+    test = fields[-1].rsplit(":", 1)[-1].strip()
+    return test if "/" in test and not test.endswith((".toml", ".ini")) else None
+
+
 def crash_accounted_for(crash: str, tests: Iterable[str]) -> bool:
     """Whether a `PROCESS-CRASH | signature | test` line is the crash of one of `tests`
     (the tests the run's TEST-UNEXPECTED lines name). xpcshell names the crashed test

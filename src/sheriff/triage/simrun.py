@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sheriff.actions import log as request_log
 from sheriff.actions.strategies import REGISTRY
 from sheriff.backfill import culprit_metrics
-from sheriff.backfill.status import report_about, report_claims
+from sheriff.backfill.status import report_about, report_claims, tests_named
 from sheriff.ci.retry import policy_from_settings
 from sheriff.ci.taskcluster import taskcluster_clients
 from sheriff.ci.treeherder import Treeherder
@@ -614,7 +614,7 @@ def culprit_outcomes(
     )
     reports = [
         {
-            "tests": r.tests or [],
+            "tests": tests_named(r.tests, r.failure_lines),
             "revision": r.revision,
             "status": r.status,
             "named": r.culprit_revision,
@@ -624,6 +624,7 @@ def culprit_outcomes(
         for r in conn.execute(
             sa.select(
                 backfill_report.c.tests,
+                backfill_report.c.failure_lines,
                 backfill_report.c.status,
                 backfill_report.c.culprit_revision,
                 backfill_report.c.reason,
