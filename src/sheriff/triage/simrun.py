@@ -648,6 +648,9 @@ def culprit_outcomes(
             if r["named"]
             and report_claims({**r, "culprit_revision": r["named"]}, regression, regressions)
         ]
+        # A report that named a push yet does not count for this regression (a test-less
+        # line's report naming another timeout regression's culprit) is that one's.
+        mine = [r for r in mine if not r["named"] or r in named]
         if in_scope is not None and index not in in_scope:
             why = "out of scope"
         elif named:
