@@ -40,6 +40,8 @@ REFUSED = [
     (["sim", "run", "--scenario", "small"], {"SHERIFF_BACKFILL_STRATEGY": "x"}, "strategy 'x'"),
     (["sim", "run", "--scenario", "nope"], {}, "bundled: autoland-day, small"),
     (["sim", "run", "--scenario", "small", "--policy", "bogus"], {}, "policy 'bogus'"),
+    (["sim", "run", "--scenario", "small", "--json", "no/such/out.json"], {}, "existing folder"),
+    (["sim", "worlds", "--count", "1", "--seed", "1", "--out", "/dev/null/w"], {}, "/dev/null/w"),
     (["demo", "--policy", "bogus"], {}, "unknown triage policy 'bogus'"),
     (["retrigger", "notaslugid"], {}, "'notaslugid' is not a Taskcluster task id"),
     (["actions", "notaslugid"], {}, "'notaslugid' is not a Taskcluster task id"),

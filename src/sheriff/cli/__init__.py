@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc.orig), exc.orig.exit_code)
     except typer.Abort:
         _fail("aborted", 130)
+    except OSError as exc:
+        # A file the command reads or writes (`--out` under a file, a full disk, a folder
+        # without permission): the path and the reason, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}", 1)
     except Exception as exc:
         # Typer vendors its own click; its usage errors are recognised by their shape.
         if type(exc).__name__ == "NoArgsIsHelpError":

@@ -30,6 +30,7 @@ def run(
     """Play SCENARIO end to end (simulator over HTTP + sheriff) and print its metrics."""
     from sheriff.cli._progress import scenario_progress
     from sheriff.config import settings
+    from sheriff.errors import InputError
     from sheriff.sim.scenario import load_scenario
     from sheriff.triage.engine import backfill_settings_of, policy_named
     from sheriff.triage.simrun import play, require_empty_store
@@ -40,12 +41,15 @@ def run(
     backfill_settings_of(settings(), backfill)
     if database is not None:
         require_empty_store(database).dispose()
+    if json_out is not None and (json_out.is_dir() or not json_out.parent.is_dir()):
+        # Found only after the play, the metrics of minutes of play would be lost.
+        raise InputError(f"{json_out}: --json needs a file in an existing folder")
     chosen = policy or settings().policy
     with scenario_progress(f"playing {scenario.name} ({chosen})") as update:
         metrics = play(
             scenario, policy=chosen, backfill=backfill, database_url=database, progress=update
         )
     text = json.dumps(metrics, indent=2)
+    typer.echo(text)  # first: a file that cannot be written still leaves them shown
     if json_out is not None:
         json_out.write_text(text + "\n")
-    typer.echo(text)
