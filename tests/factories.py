@@ -91,3 +91,42 @@ def task_on_push(
         created=f"2026-11-02T{8 + push_index:02d}:00:00.000Z",
         task_group_id=named_task_id(f"group {push_index}"),
     )
+
+
+def case_row(job_id: int, push_id: int, label: str, at: Any, **values: Any) -> dict[str, Any]:
+    """A `triage_case` row: decided a regression by `seed` at `at`, unless `values` say
+    otherwise."""
+    return {
+        "job_id": job_id,
+        "push_id": push_id,
+        "label": label,
+        "state": "decided",
+        "verdict": "regression",
+        "policy": "seed",
+        "opened_at": at,
+        "updated_at": at,
+        **values,
+    }
+
+
+def report_row(push_id: int, job_id: int | None, at: Any, **values: Any) -> dict[str, Any]:
+    """A `backfill_report` row of repository 1, opened (and matured) at `at`: an open
+    search for a regression, unless `values` say otherwise."""
+    return {
+        "repository_id": 1,
+        "push_id": push_id,
+        "job_id": job_id,
+        "source": "regression",
+        "label": "bc1",
+        "strategy": "flake-aware",
+        "same_manifests": True,
+        "tests": [],
+        "failure_lines": [],
+        "fail_rate": 1.0,
+        "case_ids": [],
+        "status": "open",
+        "opened_at": at,
+        "mature_at": at,
+        "updated_at": at,
+        **values,
+    }

@@ -28,7 +28,7 @@ from sheriff.store.schema import (
     test_path,
     triage_case,
 )
-from tests.factories import make_task, named_task_id, new_task_id
+from tests.factories import case_row, make_task, named_task_id, new_task_id, report_row
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 OLD_ONLY, SHARED, NEW_ONLY = "old/browser.toml", "shared/browser.toml", "new/browser.toml"
@@ -77,16 +77,7 @@ def _load(engine, now: datetime) -> dict[str, list[int]]:
             moment = now - timedelta(days=age)
             case_id = conn.execute(
                 triage_case.insert()
-                .values(
-                    job_id=job_id,
-                    push_id=push_id,
-                    label=j.label,
-                    state="decided",
-                    verdict="regression",
-                    policy="seed",
-                    opened_at=moment,
-                    updated_at=moment,
-                )
+                .values(**case_row(job_id, push_id, j.label, moment))
                 .returning(triage_case.c.id)
             ).scalar_one()
             conn.execute(
@@ -95,22 +86,15 @@ def _load(engine, now: datetime) -> dict[str, list[int]]:
             report_id = conn.execute(
                 backfill_report.insert()
                 .values(
-                    repository_id=1,
-                    push_id=push_id,
-                    job_id=job_id,
-                    case_id=case_id,
-                    source="regression",
-                    label=j.label,
-                    strategy="linear",
-                    same_manifests=True,
-                    tests=[],
-                    failure_lines=[],
-                    fail_rate=1.0,
-                    case_ids=[case_id],
-                    status="open",
-                    opened_at=moment,
-                    mature_at=moment,
-                    updated_at=moment,
+                    **report_row(
+                        push_id,
+                        job_id,
+                        moment,
+                        case_id=case_id,
+                        label=j.label,
+                        strategy="linear",
+                        case_ids=[case_id],
+                    )
                 )
                 .returning(backfill_report.c.id)
             ).scalar_one()

@@ -18,7 +18,7 @@ from sheriff.store.history import (
 )
 from sheriff.store.loader import load_jobs, load_push_manifests
 from sheriff.store.schema import job, push, run_observation, triage_case
-from tests.factories import new_task_id, task_on_push
+from tests.factories import new_task_id, report_row, task_on_push
 
 LINUX, WIN = "linux1804-64-qr", "windows11-64-24h2"
 A, OTHER = "dom/a/browser.toml", "dom/z/browser.toml"
@@ -329,25 +329,19 @@ def _record_regression(
         repository_id = conn.execute(sa.select(repository.c.id)).scalar_one()
         report = None
         if search is not None:
+            push_id = ids[f"rev{first:02d}"]
+            job_id = conn.execute(sa.select(job.c.id).where(job.c.push_id == push_id)).scalar()
             report = conn.execute(
                 backfill_report.insert().values(
-                    repository_id=repository_id,
-                    push_id=ids[f"rev{first:02d}"],
-                    job_id=conn.execute(
-                        sa.select(job.c.id).where(job.c.push_id == ids[f"rev{first:02d}"])
-                    ).scalar(),
-                    source="regression",
-                    label="bc1",
-                    strategy="flake-aware",
-                    same_manifests=True,
-                    tests=["dom/a/test_a.html"],
-                    failure_lines=[LINE],
-                    fail_rate=1.0,
-                    case_ids=[],
-                    status=search,
-                    opened_at=NOW,
-                    mature_at=NOW,
-                    updated_at=NOW,
+                    **report_row(
+                        push_id,
+                        job_id,
+                        NOW,
+                        repository_id=repository_id,
+                        tests=["dom/a/test_a.html"],
+                        failure_lines=[LINE],
+                        status=search,
+                    )
                 )
             ).inserted_primary_key[0]
         return conn.execute(

@@ -10,7 +10,7 @@ from sheriff.model.job import job_from_task
 from sheriff.store.loader import load_jobs
 from sheriff.store.schema import backfill_report, job, push, triage_case
 from sheriff.triage.simrun import culprit_outcomes
-from tests.factories import new_task_id, task_on_push
+from tests.factories import case_row, new_task_id, report_row, task_on_push
 
 NOW = datetime(2026, 11, 2, 20, tzinfo=UTC)
 TIMEOUT = "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out"
@@ -34,36 +34,23 @@ def test_a_test_less_report_naming_another_regressions_culprit_is_not_this_ones(
         case_ids = [
             conn.execute(
                 triage_case.insert().values(
-                    job_id=job_ids[j.task_id],
-                    push_id=push_id,
-                    label=j.label,
-                    state="decided",
-                    verdict="regression",
-                    policy="history",
-                    opened_at=NOW,
-                    updated_at=NOW,
+                    **case_row(job_ids[j.task_id], push_id, j.label, NOW, policy="history")
                 )
             ).inserted_primary_key[0]
             for j in jobs
         ]
         conn.execute(
             backfill_report.insert().values(
-                repository_id=1,
-                push_id=push_id,
-                job_id=job_ids[jobs[0].task_id],
-                source="regression",
-                label="bc1",
-                strategy="flake-aware",
-                same_manifests=True,
-                tests=["Last test finished"],
-                failure_lines=[TIMEOUT],
-                fail_rate=1.0,
-                case_ids=case_ids,
-                status="culprit",
-                culprit_revision="rev03",
-                opened_at=NOW,
-                mature_at=NOW,
-                updated_at=NOW,
+                **report_row(
+                    push_id,
+                    job_ids[jobs[0].task_id],
+                    NOW,
+                    tests=["Last test finished"],
+                    failure_lines=[TIMEOUT],
+                    case_ids=case_ids,
+                    status="culprit",
+                    culprit_revision="rev03",
+                )
             )
         )
     truth = {
