@@ -11,6 +11,7 @@ import pytest
 
 from sheriff.model import history as history_module
 from sheriff.model.history import (
+    ONSET_CLEAN_PUSHES,
     CaseHistory,
     EarlierRuns,
     HistoryPolicy,
@@ -18,6 +19,7 @@ from sheriff.model.history import (
     Priors,
     RateDistribution,
     configured,
+    first_failures,
     fit_priors,
     regression_lines,
     same_configuration,
@@ -758,3 +760,34 @@ def test_a_verdict_cut_short_counts_for_the_base_rate_but_teaches_no_repeat_rate
 
     past = _past_case(decision.p_regression, {"history": decision.details}, regression=False)
     assert past is not None and past.out_of_reach
+
+
+def test_a_push_where_other_tests_began_failing_is_where_a_regression_likely_landed() -> None:
+    # Clean on 50 pushes, then failing about one run in six since the push 30 back (the
+    # 11-test regression of world 20261229-10 failed its tests 18 % of runs): spread
+    # over every earlier push, the change point barely beats a flake's story; at a push
+    # where three other tests began failing, it does: two of five retriggers reproduced
+    # make the case a regression at the cap (P >= 0.8) there, and not without.
+    since = {29, 23, 17, 11, 4}
+    runs = [
+        EarlierRuns(ago, runs=1, shown=int(ago in since), other_runs=3) for ago in range(80, 0, -1)
+    ]
+    landing = [replace(e, onsets=3) if e.ago == 30 else e for e in runs]
+    fewer = [replace(e, onsets=2) if e.ago == 30 else e for e in runs]
+    priors = Priors()
+    spread = priors.posterior({}, k=2, n=5, earlier=runs)
+    assert priors.posterior({}, k=2, n=5, earlier=fewer) == spread
+    assert spread < POLICY.at_cap < priors.posterior({}, k=2, n=5, earlier=landing)
+    # Another regression's push, long before this test changed, never lowers P.
+    elsewhere = [replace(e, onsets=5) if e.ago == 60 else e for e in runs]
+    assert priors.posterior({}, k=2, n=5, earlier=elsewhere) >= spread
+    # A flake failing now and then all along is a flake, whatever began failing beside it.
+    scattered = [replace(e, shown=int(e.ago % 7 == 0)) for e in landing]
+    assert priors.posterior({}, k=2, n=5, earlier=scattered) < 0.1
+
+
+def test_tests_begin_failing_only_after_a_clean_stretch() -> None:
+    failing = [{"a"}, {"b"}, *([set()] * (ONSET_CLEAN_PUSHES - 2)), {"a", "c", "d"}, {"c", "e"}]
+    began = first_failures(failing)
+    assert began[:ONSET_CLEAN_PUSHES] == [frozenset()] * ONSET_CLEAN_PUSHES
+    assert began[ONSET_CLEAN_PUSHES:] == [{"c", "d"}, {"e"}]

@@ -521,3 +521,25 @@ def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(e
     from sheriff.web.explain import _line_history
 
     assert "runs on 11 pushes before the usual window" in _line_history(history.facts["runs"][0])
+
+
+def test_other_tests_that_began_failing_are_counted_on_the_tests_next_entry(engine) -> None:
+    def fails(*names: str) -> list[str]:
+        return [f"TEST-UNEXPECTED-FAIL | dom/z/test_{n}.html | x" for n in names]
+
+    specs = [(i, "bc1", LINUX, [A], None) for i in range(15) if i not in (11, 12)]
+    specs += [
+        (1, "bc2", LINUX, [OTHER], fails("w")),  # failed before: no onset at push 12
+        (5, "bc2", LINUX, [OTHER], fails("v")),  # too early to count as a change
+        (11, "bc2", LINUX, [OTHER], fails("x")),  # A did not run on 11 or 12
+        (12, "bc2", LINUX, [OTHER], fails("w", "y", "z")),
+        (12, "bc2", WIN, [OTHER], fails("y")),
+        (14, "bc2", LINUX, [OTHER], fails("u")),  # the case's own push: not a change point
+        (14, "bc1", LINUX, [A], [LINE]),  # the case
+    ]
+    ids = load(engine, specs)
+    history = history_of(engine, ids[-1])
+    onsets = {e.ago: e.onsets for e in history.earlier}
+    # x, y and z began failing since A's run on push 10, counted on its run of push 13
+    assert onsets[1] == 3
+    assert sum(onsets.values()) == 3

@@ -93,7 +93,8 @@ HISTORY_CASE = {
                 "open_bugs": [],
             },
             "prior_p": 0.0978,
-            "earlier_runs": [[2, 1, 0, 2, 0], [1, 0, 0, 0, 0], [0, 0, 0, 1, 1]],
+            # five columns as cases decided before 2026-12-06 hold them, and six
+            "earlier_runs": [[2, 1, 0, 2, 0], [1, 0, 0, 0, 0, 4], [0, 0, 0, 1, 1, 0]],
             "p_retriggers": 0.9919,
             "thresholds": {"lower": 0.05, "upper": 0.98},
             "priors": {"base_rate": 0.0769},
@@ -124,6 +125,8 @@ def test_a_history_verdict_in_sentences_with_its_inputs_and_strip() -> None:
         (0, "elsewhere"),
     ]
     assert told.earlier[0].words.startswith("2 pushes before: showed the line in 0 of 1 run here")
+    assert told.earlier[1].words.endswith("; 4 other tests began failing")
+    assert "began failing" not in told.earlier[0].words + told.earlier[2].words
 
 
 def test_a_case_judged_line_by_line_says_which_line_spoke() -> None:

@@ -106,6 +106,26 @@ _FEATURE_SMOOTHING = 0.5  # Jeffreys
 # may move the odds at most this much; retriggers always have the last word.
 _MAX_FEATURE_LOG_LR = math.log(5.0)
 _MAX_HISTORY_LOG_LR = math.log(20.0)
+# A regression that breaks several tests breaks them all on the push where it landed, and
+# a sheriff reads "many tests failing for the first time on one push" as that push's doing;
+# unrelated flakes begin failing on pushes of their own. So what the other tests show is
+# LANDING_WEIGHT times likelier under R with the change point at an earlier push where at
+# least LANDING_TESTS of them began failing (`EarlierRuns.onsets`: each clean on
+# `ONSET_CLEAN_PUSHES` pushes before) than under I or another change point, where it is
+# as likely either way. The ratio is P(three others began | the test's regression landed
+# there) over P(three others began | it did not): about 0.5 (a regressed test is more
+# often than not one of several its regression broke) over about 1/60 (on development
+# seed 20261228's seed-rule plays, 18 of 1,148 pushes had three tests begin failing, 13
+# of them a regression's). It multiplies that change point's likelihood and takes nothing
+# from the others, so another regression's push weighed up never lowers P. Without it a
+# regression failing a fifth of its runs 30 pushes back spreads its change point over
+# every earlier push, and its cases read as flakes (world 20261229-10: 73 cases of an
+# 11-test regression missed).
+LANDING_TESTS = 3
+LANDING_WEIGHT = 30.0
+# A test begins failing on a push only after this many pushes known before it: on a
+# repository's first pushes every flaky test fails for the first time.
+ONSET_CLEAN_PUSHES = 10
 
 
 @dataclass(frozen=True)
@@ -137,9 +157,25 @@ class EarlierRuns:
     shown: int = 0
     other_runs: int = 0
     other_shown: int = 0
+    # Other tests that began failing since the test's previous entry, up to this push:
+    # each had run clean on `ONSET_CLEAN_PUSHES` earlier pushes and failed for the first
+    # time here (`Priors.retrigger_log_lr` weighs a change point there up).
+    onsets: int = 0
 
     def to_list(self) -> list[int]:
-        return [self.ago, self.runs, self.shown, self.other_runs, self.other_shown]
+        return [self.ago, self.runs, self.shown, self.other_runs, self.other_shown, self.onsets]
+
+
+def first_failures(failing: Sequence[Iterable[str]]) -> list[frozenset[str]]:
+    """Per push (oldest first, as `failing`: the tests that failed on each), the tests that
+    failed there for the first time with at least `ONSET_CLEAN_PUSHES` pushes before it."""
+    seen: set[str] = set()
+    out = []
+    for i, tests in enumerate(failing):
+        new = frozenset(tests) - seen
+        seen |= new
+        out.append(new if i >= ONSET_CLEAN_PUSHES else frozenset())
+    return out
 
 
 def same_configuration(runs: Sequence[bool]) -> tuple[EarlierRuns, ...]:
@@ -198,7 +234,9 @@ class Priors:
         each). So a test clean until lately and failing since looks like a regression;
         failures scattered over clean runs, here or on other configurations, like a flake.
         Either hypothesis may also hold an earlier regression that came and went
-        (`_past_window`), so that its runs do not speak for the test's flake rate.
+        (`_past_window`), so that its runs do not speak for the test's flake rate. An
+        earlier push where several other tests began failing weighs more as the change
+        point (`LANDING_WEIGHT`).
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
         same, other = _totals(k, n, pushes)
@@ -207,6 +245,7 @@ class Priors:
         after_same, after_other = [k, n], [0, 0]
         wide: list[float] = []
         alone: list[float] = []
+        weights: list[float] = []
         for entry in pushes:
             after_same[0] += entry.shown
             after_same[1] += entry.runs
@@ -222,13 +261,14 @@ class Priors:
                 continue
             wide.append(self._change_point(same, other, after_same, after_other))
             alone.append(self._change_point(same, other, after_same, None))
+            weights.append(LANDING_WEIGHT if entry.onsets >= LANDING_TESTS else 1.0)
         # c = this push: only the retriggers and this push's other configurations are after.
         here_other = _here_other(pushes)
         now_wide = self._change_point(same, other, [k, n], here_other)
         now_alone = self._change_point(same, other, [k, n], None)
         regression = _log_half_sum(
-            _log_half_sum(now_wide, _log_mean_exp(wide)) if wide else now_wide,
-            _log_half_sum(now_alone, _log_mean_exp(alone)) if alone else now_alone,
+            _log_half_sum(now_wide, _log_mean_exp(wide, weights)) if wide else now_wide,
+            _log_half_sum(now_alone, _log_mean_exp(alone, weights)) if alone else now_alone,
         )
         windows = _past_windows(tuple(pushes))
         if windows.spans:
@@ -550,7 +590,8 @@ class HistoryPolicy:
     rule: ClassVar[str] = (
         "P(regression) from the fleet's base rate, an open intermittent bug for every line, "
         "the test's runs on earlier pushes and other configurations (a regression landed on "
-        "some push and fails them from there on, or a flake fails them all along; under "
+        "some push, likelier one where several other tests began failing, and fails them "
+        "from there on, or a flake fails them all along; under "
         "either, an earlier regression may have come and gone) and the "
         "retriggers that reproduced a failure line of the original (beta-binomial, rates "
         "fitted from earlier cases). Regression once P >= upper, intermittent once P <= "
@@ -1065,7 +1106,8 @@ class HistoryPolicy:
             "features": dict(history.features),
             "facts": dict(history.facts),
             "prior_p": round(_sigmoid(priors.prior_log_odds(history.features)), 4),
-            # [pushes ago, runs, showed the line, other configurations' runs, showed it]
+            # [pushes ago, runs, showed the line, other configurations' runs, showed it,
+            # other tests that began failing since the previous entry]
             "earlier_runs": [e.to_list() for e in history.earlier],
             "p_retriggers": round(
                 _sigmoid(_logit(priors.base_rate) + priors.retrigger_log_lr(k, n, history.earlier)),
@@ -1385,9 +1427,14 @@ def _log_half_sum(x: float, y: float) -> float:
     return _log_add(x, y) - math.log(2.0)
 
 
-def _log_mean_exp(values: list[float]) -> float:
+def _log_mean_exp(values: list[float], weights: Sequence[float] | None = None) -> float:
+    """log of the mean of exp(values), each times its weight when given. The weights are
+    likelihood ratios, not shares: a push weighed up takes nothing from the others."""
     top = max(values)
-    return top + math.log(sum(math.exp(v - top) for v in values) / len(values))
+    if weights is None:
+        weights = [1.0] * len(values)
+    total = sum(w * math.exp(v - top) for v, w in zip(values, weights, strict=True))
+    return top + math.log(total / len(values))
 
 
 def _log_add(x: float, y: float) -> float:

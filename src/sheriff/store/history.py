@@ -26,6 +26,7 @@ from sheriff.model.history import (
     LineHistory,
     PastCase,
     Priors,
+    first_failures,
     fit_priors,
 )
 from sheriff.model.regressions import names_a_test, suite_of
@@ -205,6 +206,18 @@ class PushHistory:
             if not r["crashed_between_tests"]
         }
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
+        # Earlier push → the tests that began failing there (`first_failures`), in the
+        # window: a push where several did is likelier where a regression landed.
+        window = list(reversed(self.earlier))
+        tests_failing: dict[int, set[str]] = {p: set() for p in window}
+        for r in self.failed:
+            if r["push_id"] in tests_failing:
+                tests_failing[r["push_id"]].update(
+                    t for t in map(failing_test, r["lines"]) if t and names_a_test(t)
+                )
+        self.began_failing = dict(
+            zip(window, first_failures([tests_failing[p] for p in window]), strict=True)
+        )
 
     def _reach(
         self, repository_id: int, push_time: Any, earlier: Sequence[Any]
@@ -467,7 +480,9 @@ class PushHistory:
         out = []
         explained = self.explained.get(test or "", set())
         older = [o.id for o in self.reach.get(test or "", ())]
+        began: set[str] = set()  # other tests that began failing since the last entry
         for push_id in reversed([self.push_id, *self.earlier, *older]):
+            began |= self.began_failing.get(push_id, frozenset()) - {test}
             if push_id in explained:
                 continue  # a known regression of the test failed there, and has stopped
             ago = self.rank[push_id] + 1 if push_id in self.rank else 0
@@ -492,7 +507,8 @@ class PushHistory:
                 counts[column] += 1
                 counts[column + 1] += shown
             if any(counts):
-                out.append(EarlierRuns(ago, *counts))
+                out.append(EarlierRuns(ago, *counts, onsets=len(began)))
+                began = set()
         return out
 
     def _finished_test_runs(self) -> dict[int, dict[int | None, list[FinishedRun]]]:

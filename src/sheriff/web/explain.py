@@ -24,6 +24,7 @@ class EarlierPush:
     showed: int
     other_runs: int
     other_showed: int
+    onsets: int = 0  # other tests that began failing since the previous push shown
 
     @property
     def outcome(self) -> str:
@@ -40,6 +41,7 @@ class EarlierPush:
         return (
             f"{when}: showed the line in {self.showed} of {_n(self.runs, 'run')} here, "
             f"{self.other_showed} of {_n(self.other_runs, 'run')} on other configurations"
+            + (f"; {_n(self.onsets, 'other test')} began failing" if self.onsets else "")
         )
 
 
@@ -138,8 +140,13 @@ def _history(
         ("Intermittent at or below", _p(thresholds.get("lower"))),
     ]
     for entry in history.get("earlier_runs") or []:
-        # [pushes ago, runs, showed the line, other configurations' runs, showed it]
-        if isinstance(entry, list) and len(entry) == 5 and all(isinstance(v, int) for v in entry):
+        # [pushes ago, runs, showed the line, other configurations' runs, showed it, other
+        # tests that began failing] (cases decided before the last had five)
+        if (
+            isinstance(entry, list)
+            and len(entry) in (5, 6)
+            and all(isinstance(v, int) for v in entry)
+        ):
             out.earlier.append(EarlierPush(*entry))
     out.earlier.sort(key=lambda e: -e.pushes_ago)
 
