@@ -3,6 +3,8 @@ failure that nearly every retrigger reproduced is intermittent only on its past 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +39,7 @@ earlier_runs = st.lists(
         shown=st.integers(0, 3),
         other_runs=st.integers(0, 6),
         other_shown=st.integers(0, 6),
+        onsets=st.integers(0, 5),  # other tests that began failing there
     ).filter(lambda e: e.shown <= e.runs and e.other_shown <= e.other_runs),
     max_size=8,
 )
@@ -58,6 +61,23 @@ def test_a_reproduction_never_lowers_p_regression(
     before = priors.posterior(features, k=k, n=n, earlier=earlier)
     after = priors.posterior(features, k=k + 1, n=n + 1, earlier=earlier)
     assert after >= before - 1e-12
+
+
+@settings(max_examples=300, deadline=None)
+@given(priors=priors, earlier=earlier_runs, n=st.integers(0, 8), data=st.data())
+def test_other_tests_beginning_to_fail_never_lower_p_regression(
+    priors: Priors, earlier: list[EarlierRuns], n: int, data: st.DataObject
+) -> None:
+    # Wherever other tests began failing, even on a push the test's own runs place no
+    # change on (another regression's), P(regression) does not fall.
+    k = data.draw(st.integers(0, n))
+    if not earlier:
+        return
+    i = data.draw(st.integers(0, len(earlier) - 1))
+    more = [*earlier]
+    more[i] = replace(more[i], onsets=more[i].onsets + data.draw(st.integers(1, 5)))
+    before = priors.posterior({}, k=k, n=n, earlier=earlier)
+    assert priors.posterior({}, k=k, n=n, earlier=more) >= before - 1e-12
 
 
 def test_fitted_rates_can_make_the_bare_model_fall_on_a_reproduction() -> None:
