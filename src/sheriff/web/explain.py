@@ -141,7 +141,7 @@ def _history(
     ]
     for entry in history.get("earlier_runs") or []:
         # [pushes ago, runs, showed the line, other configurations' runs, showed it, other
-        # tests that began failing] (cases decided before the last had five)
+        # tests that began failing]; rows stored before 2026-12-06 have five
         if (
             isinstance(entry, list)
             and len(entry) in (5, 6)
