@@ -1431,9 +1431,10 @@ def _log_mean_exp(values: list[float], weights: Sequence[float] | None = None) -
     """log of the mean of exp(values), each times its weight when given. The weights are
     likelihood ratios, not shares: a push weighed up takes nothing from the others."""
     top = max(values)
-    if weights is None:
-        weights = [1.0] * len(values)
-    total = sum(w * math.exp(v - top) for v, w in zip(values, weights, strict=True))
+    if weights is None:  # the plain mean, on the hot path of every span's likelihood
+        total = sum(math.exp(v - top) for v in values)
+    else:
+        total = sum(w * math.exp(v - top) for v, w in zip(values, weights, strict=True))
     return top + math.log(total / len(values))
 
 
