@@ -18,6 +18,7 @@ from sheriff.model.history import (
     PastCase,
     Priors,
     RateDistribution,
+    began_failing,
     configured,
     first_failures,
     fit_priors,
@@ -791,3 +792,5 @@ def test_tests_begin_failing_only_after_a_clean_stretch() -> None:
     began = first_failures(failing)
     assert began[:ONSET_CLEAN_PUSHES] == [frozenset()] * ONSET_CLEAN_PUSHES
     assert began[ONSET_CLEAN_PUSHES:] == [{"c", "d"}, {"e"}]
+    n = ONSET_CLEAN_PUSHES
+    assert began_failing(failing) == {"c": n, "d": n, "e": n + 1}

@@ -1,5 +1,7 @@
 """Grouping regression cases into regressions (sheriff.model.regressions)."""
 
+from dataclasses import replace
+
 from sheriff.model.regressions import (
     CaseFacts,
     Group,
@@ -12,8 +14,12 @@ from sheriff.model.regressions import (
 )
 
 
-def case(case_id: int, push: int, tests=(), lines=(), config: str = "linux/opt") -> CaseFacts:
-    return CaseFacts(case_id, push, frozenset(tests), frozenset(lines), config)
+def case(
+    case_id: int, push: int, tests=(), lines=(), config: str = "linux/opt", began=None
+) -> CaseFacts:
+    return CaseFacts(
+        case_id, push, frozenset(tests), frozenset(lines), config, began=dict(began or {})
+    )
 
 
 def test_cases_sharing_a_test_across_pushes_and_configurations_are_one_regression() -> None:
@@ -84,6 +90,43 @@ def test_the_group_sharing_most_wins() -> None:
     two = Group(2, {"a.js", "b.js"}, set(), 5, 5)
     assert match(case(3, 5, ["a.js", "b.js"]), [one, two]) is two
     assert match(case(3, 5, ["a.js"]), [one, two]) is one  # a tie: the oldest
+
+
+def test_a_test_that_began_failing_on_a_regressions_culprit_push_joins_it() -> None:
+    # A push broke a.js and b.js (another suite); its search named push 15. b.js's first
+    # case comes on push 18, sharing no test: it began failing on push 15, so it is the
+    # same breakage, and the regression takes b.js in (its later cases match by test).
+    landed = Group(1, {"t/a.js"}, set(), 16, 18, culprit_at=15, configurations={"linux/opt"})
+    line = "TEST-UNEXPECTED-FAIL | t/b.js | broken"
+    b = case(2, 18, ["t/b.js"], [line], began={"t/b.js": 15})
+    assert match(b, [landed]) is landed
+    assert landed.grown(b) == ({"t/a.js", "t/b.js"}, {line})
+    # Began failing on another push, on another configuration only, or after the
+    # regression stopped: a regression of its own.
+    assert match(case(3, 18, ["t/b.js"], began={"t/b.js": 16}), [landed]) is None
+    assert match(replace(b, configuration="win/opt"), [landed]) is None
+    assert match(b, [replace(landed, stopped_at=17)]) is None
+    assert match(case(4, 18, ["t/b.js"]), [landed]) is None  # no onset known
+
+
+def test_before_its_search_names_a_push_a_regression_landed_where_its_tests_began() -> None:
+    group = Group(1, {"t/a.js"}, set(), 16, 16, onsets=frozenset({15}), configurations={"x/o"})
+    assert match(case(2, 17, ["t/b.js"], config="x/o", began={"t/b.js": 15}), [group]) is group
+    assert match(case(3, 17, ["t/c.js"], config="x/o", began={"t/c.js": 16}), [group]) is None
+    # Once a culprit is named it is the push the regression landed with.
+    named = replace(group, culprit_at=14)
+    assert match(case(2, 17, ["t/b.js"], config="x/o", began={"t/b.js": 15}), [named]) is None
+
+
+def test_a_later_case_takes_in_only_its_tests_that_began_with_the_regression() -> None:
+    # A run failing the regression's a.js beside flaky f.js (failing since long before):
+    # the regression does not take f.js in; beside c.js that began on its culprit, it does.
+    group = Group(1, {"t/a.js"}, set(), 10, 12, culprit_at=10, configurations={"linux/opt"})
+    flake = case(2, 13, ["t/a.js", "t/f.js"], began={"t/a.js": 10})
+    assert match(flake, [group]) is group
+    assert group.grown(flake)[0] == {"t/a.js"}
+    both = case(3, 13, ["t/a.js", "t/c.js"], began={"t/a.js": 10, "t/c.js": 10})
+    assert group.grown(both)[0] == {"t/a.js", "t/c.js"}
 
 
 def test_stopped_failing_needs_clean_pushes_in_a_row() -> None:

@@ -603,7 +603,9 @@ def _join(
             push_id=new["context"]["push_id"],
             job_id=job_id,
             label=new["label"],
-            tests=regression.tests,
+            # The tests it was for stay: a case joins a search by a test it shares, or
+            # by tests that began failing with the regression it serves.
+            tests=sorted(set(report.tests) | set(regression.tests)),
             failure_lines=regression.lines,
             fail_rate=regression.fail_rate,
         )

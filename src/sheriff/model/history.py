@@ -178,6 +178,12 @@ def first_failures(failing: Sequence[Iterable[str]]) -> list[frozenset[str]]:
     return out
 
 
+def began_failing(failing: Sequence[Iterable[str]]) -> dict[str, int]:
+    """Test → where it began failing (an index into `failing`, read as `first_failures`
+    reads it), for the tests that did."""
+    return {test: i for i, new in enumerate(first_failures(failing)) for test in new}
+
+
 def same_configuration(runs: Sequence[bool]) -> tuple[EarlierRuns, ...]:
     """One run per earlier push on the case's configuration, oldest first (True: it showed
     the line), as `EarlierRuns`."""

@@ -29,7 +29,7 @@ from sheriff.model.history import (
     first_failures,
     fit_priors,
 )
-from sheriff.model.regressions import names_a_test, suite_of
+from sheriff.model.regressions import names_a_test, suite_of, tests_failed
 from sheriff.store.loader import matching
 from sheriff.store.schema import (
     backfill_report,
@@ -212,9 +212,7 @@ class PushHistory:
         tests_failing: dict[int, set[str]] = {p: set() for p in window}
         for r in self.failed:
             if r["push_id"] in tests_failing:
-                tests_failing[r["push_id"]].update(
-                    t for t in map(failing_test, r["lines"]) if t and names_a_test(t)
-                )
+                tests_failing[r["push_id"]].update(tests_failed(r["lines"]))
         self.began_failing = dict(
             zip(window, first_failures([tests_failing[p] for p in window]), strict=True)
         )

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
 from sheriff.model.failure_lines import with_crash_lines
+from sheriff.model.history import began_failing
 from sheriff.model.policy import LINES_READ
 from sheriff.model.regressions import (
     CONFIRMED,
@@ -30,7 +31,10 @@ from sheriff.model.regressions import (
     merge_target,
     merged_stop,
     stopped_failing,
+    tests_failed,
 )
+from sheriff.store.history import LOOKBACK_PUSHES
+from sheriff.store.loader import matching
 from sheriff.store.schema import (
     backfill_report,
     job,
@@ -76,7 +80,9 @@ def _follow(conn: sa.Connection, regression_id: int) -> int:
     return regression_id
 
 
-def _case_facts(conn: sa.Connection, case_id: int, orders: dict[int, int]) -> tuple[Any, ...]:
+def _case_facts(
+    conn: sa.Connection, case_id: int, orders: dict[int, int], began: dict[str, int]
+) -> tuple[Any, ...]:
     row = conn.execute(
         sa.select(
             triage_case.c.job_id,
@@ -100,8 +106,30 @@ def _case_facts(conn: sa.Connection, case_id: int, orders: dict[int, int]) -> tu
         lines=frozenset(lines),
         configuration=f"{row.platform}/{row.option_collection}",
         label=row.label,
+        began={t: o for t, o in began.items() if t in tests},
     )
     return facts, row
+
+
+def began_failing_by(
+    conn: sa.Connection, repository_id: int, push_order: int, orders: dict[int, int]
+) -> dict[str, int]:
+    """Test → the push order where it began failing (`model.history.first_failures`), read
+    from the failed runs of the `LOOKBACK_PUSHES` pushes up to `push_order` (itself too)."""
+    window = sorted(
+        (o, p) for p, o in orders.items() if push_order - LOOKBACK_PUSHES <= o <= push_order
+    )
+    failing: dict[int, set[str]] = {p: set() for _, p in window}
+    query = (
+        sa.select(job.c.push_id, run_observation.c.failure_lines)
+        .join(run_observation, run_observation.c.job_id == job.c.id)
+        .where(job.c.result == "testfailed", run_observation.c.failure_lines.is_not(None))
+    )
+    for condition in matching(conn, job.c.push_id, list(failing)):
+        for r in conn.execute(query.where(condition)):
+            failing[r.push_id].update(tests_failed(r.failure_lines))
+    began = began_failing([failing[p] for _, p in window])
+    return {test: window[i][0] for test, i in began.items()}
 
 
 def _reproduced_most(lines: list[str], shown_by: dict[str, int]) -> list[str]:
@@ -113,7 +141,9 @@ def _reproduced_most(lines: list[str], shown_by: dict[str, int]) -> list[str]:
     return [line for line in lines if shown_by.get(line, 0) * 2 >= most]
 
 
-def _groups(conn: sa.Connection, repository_id: int, orders: dict[int, int]) -> list[Group]:
+def _groups(
+    conn: sa.Connection, repository_id: int, orders: dict[int, int], began: dict[str, int]
+) -> list[Group]:
     rows = conn.execute(
         sa.select(regression).where(
             regression.c.repository_id == repository_id, regression.c.merged_into.is_(None)
@@ -127,6 +157,8 @@ def _groups(conn: sa.Connection, repository_id: int, orders: dict[int, int]) -> 
             first_push=orders.get(r.first_push_id, 0),
             last_push=orders.get(r.last_push_id, 0),
             stopped_at=orders.get(r.stopped_push_id) if r.stopped_push_id else None,
+            culprit_at=orders.get(r.culprit_push_id) if r.culprit_push_id else None,
+            onsets=frozenset(began[t] for t in r.tests if t in began),
             configurations=set(r.configurations),
             labels=set(r.labels),
         )
@@ -143,16 +175,17 @@ def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
     known = regression_of_case(conn, case_id)
     if known is not None:
         return known
-    repository_id = conn.execute(
-        sa.select(push.c.repository_id)
+    repository_id, case_push = conn.execute(
+        sa.select(push.c.repository_id, push.c.id)
         .join(triage_case, triage_case.c.push_id == push.c.id)
         .where(triage_case.c.id == case_id)
-    ).scalar_one()
+    ).one()
     orders = push_orders(conn, repository_id)
-    facts, row = _case_facts(conn, case_id, orders)
+    began = began_failing_by(conn, repository_id, orders.get(case_push, 0), orders)
+    facts, row = _case_facts(conn, case_id, orders, began)
     if not facts.tests and not facts.lines:
         return None
-    chosen = match(facts, _groups(conn, repository_id, orders))
+    chosen = match(facts, _groups(conn, repository_id, orders, began))
     if chosen is None:
         regression_id = conn.execute(
             sa.insert(regression)
@@ -186,8 +219,27 @@ def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
         if facts.push_order > orders.get(current.last_push_id, 0):
             values["last_push_id"] = row.push_id
         conn.execute(sa.update(regression).where(regression.c.id == chosen.id).values(**values))
+        _search_for(conn, current.backfill_report_id, chosen.began_with(facts), now)
     conn.execute(sa.insert(regression_case).values(case_id=case_id, regression_id=regression_id))
     return regression_id
+
+
+def _search_for(conn: sa.Connection, report_id: int | None, tests: set[str], now: datetime) -> None:
+    """The regression's search is for tests that began failing with it too: its report
+    names them (what its culprit is said to have broken), and their later cases join it by
+    test like any other."""
+    if report_id is None or not tests:
+        return
+    named = conn.execute(
+        sa.select(backfill_report.c.tests).where(backfill_report.c.id == report_id)
+    ).scalar_one()
+    if tests <= set(named):
+        return
+    conn.execute(
+        sa.update(backfill_report)
+        .where(backfill_report.c.id == report_id)
+        .values(tests=sorted(set(named) | tests), updated_at=now)
+    )
 
 
 def report_of(conn: sa.Connection, regression_id: int) -> int | None:
