@@ -81,11 +81,11 @@ def test_tests_begin_failing_on_the_first_push_they_fail_after_a_clean_stretch(e
     load(engine, 16, {"a/test_a.html": {2, 11, 13}, "b/test_b.html": {11, 14}})
     with engine.connect() as conn:
         orders = push_orders(conn, 1)
-        began = began_failing_by(conn, 1, 15, orders)
+        began = began_failing_by(conn, 15, orders)
         # a failed on push 2 (too early to tell a beginning); b began on push 11.
         assert began == {"b/test_b.html": 11}
         # Read up to push 10, nothing has begun yet.
-        assert began_failing_by(conn, 1, 10, orders) == {}
+        assert began_failing_by(conn, 10, orders) == {}
 
 
 def test_a_test_that_began_failing_with_a_regression_joins_its_record_and_search(

@@ -112,10 +112,11 @@ def _case_facts(
 
 
 def began_failing_by(
-    conn: sa.Connection, repository_id: int, push_order: int, orders: dict[int, int]
+    conn: sa.Connection, push_order: int, orders: dict[int, int]
 ) -> dict[str, int]:
     """Test → the push order where it began failing (`model.history.first_failures`), read
-    from the failed runs of the `LOOKBACK_PUSHES` pushes up to `push_order` (itself too)."""
+    from the failed runs of the push at `push_order` and the `LOOKBACK_PUSHES` before it
+    (`orders`: the repository's pushes, `push_orders`)."""
     window = sorted(
         (o, p) for p, o in orders.items() if push_order - LOOKBACK_PUSHES <= o <= push_order
     )
@@ -181,7 +182,7 @@ def file_case(conn: sa.Connection, case_id: int, now: datetime) -> int | None:
         .where(triage_case.c.id == case_id)
     ).one()
     orders = push_orders(conn, repository_id)
-    began = began_failing_by(conn, repository_id, orders.get(case_push, 0), orders)
+    began = began_failing_by(conn, orders.get(case_push, 0), orders)
     facts, row = _case_facts(conn, case_id, orders, began)
     if not facts.tests and not facts.lines:
         return None
