@@ -15,8 +15,8 @@ from sheriff.store.schema import (
     push,
     regression,
     run_observation,
+    triage_case,
 )
-from sheriff.store.schema import triage_case as triage_case_table
 from sheriff.triage.regressions import began_failing_by, file_case, push_orders
 from tests.factories import case_row, new_task_id, report_row, task_on_push
 
@@ -70,9 +70,9 @@ def file(engine, job_id: int) -> int | None:
             .where(job.c.id == job_id)
         ).one()
         case_id = conn.execute(
-            sa.insert(triage_case_table)
+            sa.insert(triage_case)
             .values(**case_row(job_id, row.push_id, row.name, NOW))
-            .returning(triage_case_table.c.id)
+            .returning(triage_case.c.id)
         ).scalar_one()
         return file_case(conn, case_id, NOW)
 

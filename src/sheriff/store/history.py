@@ -26,6 +26,7 @@ from sheriff.model.history import (
     LineHistory,
     PastCase,
     Priors,
+    began_failing,
     first_failures,
     fit_priors,
 )
@@ -345,27 +346,7 @@ class PushHistory:
         return explained
 
     def _failed_runs(self, push_ids: Sequence[int]) -> list[dict[str, Any]]:
-        query = (
-            sa.select(
-                job.c.id,
-                job.c.push_id,
-                job.c.machine_platform_id,
-                job.c.option_collection,
-                run_observation.c.failure_lines,
-                run_observation.c.raw_failure_lines,
-            )
-            .join(run_observation, run_observation.c.job_id == job.c.id)
-            .where(
-                job.c.result == "testfailed",
-                run_observation.c.failure_lines.is_not(None),
-            )
-        )
-        self._read_per_push(
-            self.cache.failed,
-            push_ids,
-            query,
-            _failed_run,
-        )
+        self._read_per_push(self.cache.failed, push_ids, _FAILED_RUNS, _failed_run)
         return [r for p in push_ids for r in self.cache.failed[p]]
 
     def _read_per_push(
@@ -611,6 +592,32 @@ class PushHistory:
         return self._sets_holding(
             [mid for mid, path in found if "/" not in path[len(folder) + 1 :]]
         )
+
+
+# Failed runs whose lines are known, with what the pass cache keeps of each.
+_FAILED_RUNS = (
+    sa.select(
+        job.c.id,
+        job.c.push_id,
+        job.c.machine_platform_id,
+        job.c.option_collection,
+        run_observation.c.failure_lines,
+        run_observation.c.raw_failure_lines,
+    )
+    .join(run_observation, run_observation.c.job_id == job.c.id)
+    .where(job.c.result == "testfailed", run_observation.c.failure_lines.is_not(None))
+)
+
+
+def began_failing_on(conn: sa.Connection, push_ids: Sequence[int]) -> dict[str, int]:
+    """Test → the push (of `push_ids`, oldest first) where it began failing
+    (`model.history.first_failures`), from the failed runs on those pushes."""
+    failing: dict[int, set[str]] = {p: set() for p in push_ids}
+    for condition in matching(conn, job.c.push_id, list(push_ids)):
+        for r in conn.execute(_FAILED_RUNS.where(condition)):
+            failing[r.push_id].update(tests_failed(r.failure_lines))
+    began = began_failing([failing[p] for p in push_ids])
+    return {test: push_ids[i] for test, i in began.items()}
 
 
 def _failed_run(row: sa.Row[Any]) -> dict[str, Any]:

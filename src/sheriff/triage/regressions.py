@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from sheriff.backfill.evidence import test_of
 from sheriff.backfill.reports import regression_of
 from sheriff.model.failure_lines import with_crash_lines
-from sheriff.model.history import began_failing
 from sheriff.model.policy import LINES_READ
 from sheriff.model.regressions import (
     CONFIRMED,
@@ -31,10 +30,8 @@ from sheriff.model.regressions import (
     merge_target,
     merged_stop,
     stopped_failing,
-    tests_failed,
 )
-from sheriff.store.history import LOOKBACK_PUSHES
-from sheriff.store.loader import matching
+from sheriff.store.history import LOOKBACK_PUSHES, began_failing_on
 from sheriff.store.schema import (
     backfill_report,
     job,
@@ -114,23 +111,14 @@ def _case_facts(
 def began_failing_by(
     conn: sa.Connection, push_order: int, orders: dict[int, int]
 ) -> dict[str, int]:
-    """Test → the push order where it began failing (`model.history.first_failures`), read
-    from the failed runs of the push at `push_order` and the `LOOKBACK_PUSHES` before it
-    (`orders`: the repository's pushes, `push_orders`)."""
+    """Test → the push order where it began failing (`store.history.began_failing_on`),
+    read from the push at `push_order` and the `LOOKBACK_PUSHES` before it (`orders`: the
+    repository's pushes, `push_orders`)."""
     window = sorted(
         (o, p) for p, o in orders.items() if push_order - LOOKBACK_PUSHES <= o <= push_order
     )
-    failing: dict[int, set[str]] = {p: set() for _, p in window}
-    query = (
-        sa.select(job.c.push_id, run_observation.c.failure_lines)
-        .join(run_observation, run_observation.c.job_id == job.c.id)
-        .where(job.c.result == "testfailed", run_observation.c.failure_lines.is_not(None))
-    )
-    for condition in matching(conn, job.c.push_id, list(failing)):
-        for r in conn.execute(query.where(condition)):
-            failing[r.push_id].update(tests_failed(r.failure_lines))
-    began = began_failing([failing[p] for _, p in window])
-    return {test: window[i][0] for test, i in began.items()}
+    began = began_failing_on(conn, [p for _, p in window])
+    return {test: orders[p] for test, p in began.items()}
 
 
 def _reproduced_most(lines: list[str], shown_by: dict[str, int]) -> list[str]:
