@@ -60,6 +60,9 @@ class FakeCI:
     rate: float = 1.0
     seed: int = 1
     crash: bool = False  # the regression crashes between tests instead of failing LINE
+    # (push, line): a second regression of the same manifest, from that push on, failing
+    # beside the first one in every run it fails
+    second: tuple[int, str] | None = None
     sent: list[dict[str, Any]] = field(default_factory=list)
     created_runs: int = 0
     definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -114,7 +117,8 @@ class FakeCI:
         for index, manifests, action in runs:
             failed = self.fails(index, manifests)
             jobs.append(self._job(index, manifests, action, failed, "completed"))
-            shown.append([LINE] if failed else None)
+            also = [self.second[1]] if self.second and index >= self.second[0] else []
+            shown.append([LINE, *also] if failed else None)
         with self.engine.begin() as conn:
             load_jobs(conn, jobs)
             ids = dict(

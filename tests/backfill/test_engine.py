@@ -568,3 +568,30 @@ def test_a_crash_judged_beside_a_flaky_tests_line_is_what_the_search_looks_for(
         found = regression_of(conn, original)
     assert found.lines == [CRASH] and found.tests == []
     assert found.fail_rate > 0.5  # all four retriggers crashed
+
+
+@pytest.mark.parametrize("second_from", [13, 11])
+def test_a_line_that_began_after_the_named_culprit_gets_a_search_of_its_own(
+    engine, second_from: int
+) -> None:
+    """Push 11 broke LINE's test and push 13 LINE2's, in the same manifest: the case on
+    push 20 failed both, and its search names push 11, where LINE reproduced. LINE2 never
+    showed on pushes 11 and 12 although every run there ran its test: it is not push 11's,
+    and a search of its own names push 13. When LINE2 began on push 11 too, one search
+    names push 11 for both."""
+    ci = FakeCI(engine, second=(second_from, LINE2))
+    ci.history()
+    case = _case_failing_both(ci, 20)
+    with ci.engine.begin() as conn:
+        assert open_report_for_case(conn, case, START, BackfillSettings()) is not None
+    found = _play(ci, BackfillSettings(strategy="flake-aware"), passes=40)
+    by_tests = {tuple(r["tests"]): r for r in found}
+    if second_from == 11:
+        assert list(by_tests) == [(TEST2, TEST)]
+        assert by_tests[TEST2, TEST]["culprit_revision"] == revision(11)
+        return
+    assert set(by_tests) == {(TEST,), (TEST2,)}
+    first, split = by_tests[TEST,], by_tests[TEST2,]
+    assert first["culprit_revision"] == revision(11)
+    assert split["culprit_revision"] == revision(13)
+    assert split["cases"] == 1 and split["source"] == "regression"

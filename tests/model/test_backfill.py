@@ -9,6 +9,7 @@ from sheriff.model.backfill import (
     Outcome,
     PushRuns,
     Step,
+    began_after,
     estimate_fail_rate,
     find_culprit,
     outcome,
@@ -117,3 +118,30 @@ def test_bisect_converges_on_the_true_culprit(size: int, data: st.DataObject) ->
         assert rounds <= size
     assert plan.culprit == culprit
     assert rounds <= size.bit_length() + 2
+
+
+def _runs(*pairs: tuple[int, int]) -> list[PushRuns]:
+    return [PushRuns(reproduced=k, clean=c) for k, c in pairs]
+
+
+def test_a_line_first_shown_after_clean_runs_on_the_culprit_began_after_it() -> None:
+    # Window of five pushes; the search named push 1.
+    runs = {
+        "old": _runs((0, 1), (2, 0), (1, 0), (1, 0), (3, 0)),  # reproduced on the culprit
+        "new": _runs((0, 1), (0, 2), (0, 1), (1, 0), (3, 0)),  # 3 clean runs, then always
+    }
+    assert began_after(runs, culprit=1) == ["new"]
+
+
+def test_a_line_of_an_intermittent_regression_needs_more_clean_runs_to_have_begun_later() -> None:
+    # Failing half its runs since push 3: two clean runs on pushes 1-2 miss it 1 in 4.
+    half = _runs((0, 0), (0, 1), (0, 1), (1, 1), (2, 2))
+    assert began_after({"new": half}, culprit=1) == []
+    # Five clean runs there would have shown it (1 in 32).
+    more = _runs((0, 0), (0, 3), (0, 2), (1, 1), (2, 2))
+    assert began_after({"new": more}, culprit=1) == ["new"]
+
+
+def test_a_line_seen_on_or_before_the_culprit_or_never_clean_there_stays() -> None:
+    assert began_after({"x": _runs((1, 0), (0, 3), (1, 0))}, culprit=1) == []
+    assert began_after({"x": _runs((0, 0), (0, 0), (1, 0))}, culprit=1) == []

@@ -29,12 +29,15 @@ from sheriff.backfill.reports import (
     READY,
     REPORT_FAILED,
     SUCCESSFUL,
+    split_off,
 )
 from sheriff.backfill.settings import BackfillSettings
 from sheriff.backfill.strategies import Decision, RunRequest, Search, backfill_strategy
 from sheriff.errors import SheriffError
-from sheriff.model.backfill import Outcome, outcome
+from sheriff.model.backfill import Outcome, PushRuns, began_after, outcome
+from sheriff.model.failure_lines import failing_test
 from sheriff.model.job import TaskShapeError, mozharness_test_paths
+from sheriff.model.regressions import names_a_test
 from sheriff.store.queries import PlatformConfig, case_configurations, recent_push_ids
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
@@ -351,6 +354,7 @@ class _Step:
         else:  # pragma: no cover - can_extend is false after the last extension
             decision = Decision(fail="the failure reproduces on the oldest push searched")
         if decision.culprit is not None:
+            self._split_later_lines(evidence, decision.culprit)
             self._found(decision.culprit)
         elif decision.fail:
             self._fail(decision.fail)
@@ -507,6 +511,27 @@ class _Step:
         )
         if self.record.triggered_at is None:
             self.values["triggered_at"] = self.now
+
+    def _split_later_lines(self, evidence: WindowEvidence, culprit: int) -> None:
+        """Lines of the search that began failing after the culprit it names get a search
+        of their own (`model.backfill.began_after`, `reports.split_off`): the push names
+        the culprit of the others only. Lines that name no test are left as they are."""
+        window: list[int] = self.context["window"]
+        pooled = self.strategy.pools_configurations
+        runs_by_line: dict[str, list[PushRuns]] = {}
+        for line in self.context["lines"]:
+            test = failing_test(line)
+            if not test or not names_a_test(test):
+                continue
+            runs = [evidence.push_runs(p, [line], [test], pooled=pooled) for p in window]
+            # The original run, left out of the evidence, showed every line.
+            runs[-1] = PushRuns(runs[-1].reproduced + 1, runs[-1].clean)
+            runs_by_line[line] = runs
+        later = began_after(runs_by_line, culprit)
+        if not later or len(later) == len(self.context["lines"]):
+            return
+        if split_off(self.conn, self.record.report_id, later, self.now, self.settings):
+            self.context["lines"] = [x for x in self.context["lines"] if x not in later]
 
     def _found(self, index: int) -> None:
         culprit = self._push(self.context["window"][index])

@@ -530,6 +530,47 @@ def _second_regression(
     )
 
 
+def split_off(
+    conn: sa.Connection,
+    report_id: int,
+    lines: Sequence[str],
+    now: datetime,
+    settings: BackfillSettings,
+) -> int | None:
+    """A search of its own for `lines` of a report whose search named a culprit they began
+    failing after (`model.backfill.began_after`); its id, or None when the report's run
+    keeps none of them. The report keeps the rest of its lines and tests; the new search
+    starts at once from the same run, with the same cases to pool configurations from."""
+    report = conn.execute(sa.select(backfill_report).where(backfill_report.c.id == report_id)).one()
+    second = regression_of(conn, report.job_id, only=lines)
+    if not second.lines:
+        return None
+    kept = [line for line in report.failure_lines if line not in second.lines]
+    moved = set(second.tests) - {test_of(line) for line in kept}
+    conn.execute(
+        sa.update(backfill_report)
+        .where(backfill_report.c.id == report_id)
+        .values(
+            failure_lines=kept,
+            tests=[t for t in report.tests if t not in moved],
+            updated_at=now,
+        )
+    )
+    return _open(
+        conn,
+        job_id=report.job_id,
+        case_id=None,
+        source="regression",
+        regression=second,
+        now=now,
+        settings=settings,
+        strategy=report.strategy,
+        same_manifests=report.same_manifests,
+        mature_at=now,
+        case_ids=report.case_ids,
+    )
+
+
 def _began_later(
     conn: sa.Connection,
     repository_id: int,

