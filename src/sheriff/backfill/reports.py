@@ -22,7 +22,7 @@ from sheriff.backfill.evidence import reproduces, test_of
 from sheriff.backfill.settings import STRATEGIES, BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
-from sheriff.model.backfill import estimate_fail_rate
+from sheriff.model.backfill import ONSET_MISSED, estimate_fail_rate
 from sheriff.model.failure_lines import crash_lines, with_crash_lines
 from sheriff.model.history import regression_lines
 from sheriff.model.policy import run_lines_known
@@ -436,12 +436,6 @@ def open_report_for_case(
         ).scalar_one()
 
 
-# A second regression's lines are split off only when, in the runs that showed the search's
-# own lines between its push and the case's, they would have shown by now were they the
-# same regression (each of its tests fails on its own draw): at most this likely.
-_SAME_ONSET_MISSED = 0.05
-
-
 def _second_regression(
     conn: sa.Connection,
     joined: Any,
@@ -613,7 +607,9 @@ def _began_later(
         if seen & set(second.lines):
             return False  # they failed before this case's push: no later onset shown
         showed_old += bool(seen & old)
-    return (1.0 - second.fail_rate) ** showed_old <= _SAME_ONSET_MISSED
+    # Each of one regression's tests fails on its own draw: in the runs that showed the
+    # old lines, the new ones would have shown by now were they the same regression.
+    return (1.0 - second.fail_rate) ** showed_old <= ONSET_MISSED
 
 
 def _join(

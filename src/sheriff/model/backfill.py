@@ -18,10 +18,11 @@ from enum import StrEnum
 
 # Gecko's backfill-task accepts at most 8 runs per push in one request.
 MAX_RUNS_PER_PUSH = 8
-# A line is said to have begun after the culprit when the runs from the culprit on that
-# passed without it would have shown it with at most this chance of all missing it, were
-# it the culprit's (at the rate it has failed since it first showed).
-LATER_ONSET_MISSED = 0.05
+# A line is said to have begun failing later than another push (a search's culprit, or
+# the push of the search a case joined) when the runs since that push that passed without
+# it would all have missed it with at most this chance, had it failed from there at its
+# rate (`began_after`; `backfill.reports._began_later`).
+ONSET_MISSED = 0.05
 
 
 class Outcome(StrEnum):
@@ -169,7 +170,7 @@ def _closest_to_middle(
 def began_after(
     runs_by_line: Mapping[str, Sequence[PushRuns]],
     culprit: int,
-    missed: float = LATER_ONSET_MISSED,
+    missed: float = ONSET_MISSED,
 ) -> list[str]:
     """The lines of a search that began failing after the push at `culprit`, from each
     line's own runs per window push (oldest first; the last push is the search's own,
@@ -179,8 +180,8 @@ def began_after(
     search for both; it names the older push, where one of its lines reproduced, and is
     wrong for the other. A line first shown after `culprit` whose runs from `culprit` up
     to that push passed so often that, failing at its rate since, all of them missing it
-    is at most `missed` likely, is not that culprit's (held-out worlds 20261232-9, -12,
-    -18: five of seven wrong culprits were such reports)."""
+    is at most `missed` likely, is not that culprit's (on seed 20261232, five of main's
+    seven wrong culprits were such reports; worlds 12 and 18 are right with this)."""
     later = []
     for line, runs in runs_by_line.items():
         first = next((i for i, r in enumerate(runs) if r.reproduced), None)
