@@ -34,6 +34,26 @@ def test_a_timeout_report_counts_for_the_timeout_regression_whose_culprit_it_nam
     assert report_claims(stray, late, both) and report_claims(stray, early, both)
 
 
+def test_a_report_searching_a_timeout_beside_a_named_test_is_about_the_timeout() -> None:
+    from sheriff.backfill.status import report_about, report_claims
+
+    timeout = {"tests": ["a/t1.html"], "failure": "timeout", "culprit_revision": "c3"}
+    timeout["failed_on"] = ["p9"]
+    other = {"tests": ["b/t2.html"], "failure": "same", "culprit_revision": "c8"}
+    other["failed_on"] = ["p12"]
+    both = [timeout, other]
+    mixed = {"tests": ["b/t2.html", "Last test finished"], "revision": "p9"}
+    assert report_about(mixed, timeout) and report_about(mixed, other)
+    # Naming the timeout's culprit, it is right for the timeout and wrong for the other.
+    assert report_claims({**mixed, "culprit_revision": "c3"}, timeout, both)
+    assert report_claims({**mixed, "culprit_revision": "c3"}, other, both)
+    # A report of named tests alone is not about a timeout failing on its push.
+    named = {"tests": ["b/t2.html"], "revision": "p9"}
+    assert not report_about(named, timeout)
+    # Nor is a mixed one opened where the timeout never failed.
+    assert not report_about({**mixed, "revision": "p12"}, timeout)
+
+
 def test_a_backfill_run_that_failed_without_a_failure_line_is_unknown() -> None:
     def run(result: str, lines: list[str] | None) -> RunView:
         return RunView(1, 1, "completed", result, "backfill", "parsed", lines)
