@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sheriff.backfill.evidence import window_evidence
 from sheriff.model.actions import BACKFILL_TAG
 from sheriff.model.failure_lines import crashed_test
+from sheriff.model.regressions import names_a_test
 from sheriff.store.schema import backfill_record, backfill_report, job, push, repository
 
 # The actions whose tasks are backfill runs: Gecko's `backfill` creates them through
@@ -306,7 +307,7 @@ def report_about(report: dict[str, Any], regression: dict[str, Any]) -> bool:
         return False
     pushes = regression.get("failed_on") or []
     tests = report["tests"]
-    return report["revision"] in pushes and (not tests or any("/" not in t for t in tests))
+    return report["revision"] in pushes and (not tests or not all(map(names_a_test, tests)))
 
 
 def pushes_to_watch(conn: sa.Connection) -> list[dict[str, Any]]:
