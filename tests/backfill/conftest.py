@@ -63,6 +63,9 @@ class FakeCI:
     # (push, line): a second regression of the same manifest, from that push on, failing
     # beside the first one in every run it fails
     second: tuple[int, str] | None = None
+    # platform → (push, line): the label on another platform fails that line in every run
+    # from that push on, and nothing else
+    elsewhere: dict[str, tuple[int, str]] = field(default_factory=dict)
     sent: list[dict[str, Any]] = field(default_factory=list)
     created_runs: int = 0
     definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -76,8 +79,17 @@ class FakeCI:
         """Dynamic chunking: the label runs A only on even pushes."""
         return [A, B] if index % 2 == 0 else [C, D]
 
-    def fails(self, index: int, manifests: list[str]) -> bool:
+    def fails(self, index: int, manifests: list[str], platform: str = PLATFORM) -> bool:
+        if platform in self.elsewhere:
+            return index >= self.elsewhere[platform][0]
         return A in manifests and index >= self.culprit and self.rng.random() < self.rate
+
+    def _shown(self, index: int, platform: str) -> list[str]:
+        """The lines a failing run on `index` shows."""
+        if platform in self.elsewhere:
+            return [self.elsewhere[platform][1]]
+        also = [self.second[1]] if self.second and index >= self.second[0] else []
+        return [LINE, *also]
 
     def _job(
         self,
@@ -111,14 +123,15 @@ class FakeCI:
         """`queue.task`: what the backfill engine reads the original's manifests from."""
         return self.definitions[task_id]
 
-    def add_runs(self, runs: list[tuple[int, list[str], str | None]]) -> list[int]:
+    def add_runs(
+        self, runs: list[tuple[int, list[str], str | None]], platform: str = PLATFORM
+    ) -> list[int]:
         """Completed runs (push index, manifests, action) in one transaction; their job ids."""
         jobs, shown = [], []
         for index, manifests, action in runs:
-            failed = self.fails(index, manifests)
-            jobs.append(self._job(index, manifests, action, failed, "completed"))
-            also = [self.second[1]] if self.second and index >= self.second[0] else []
-            shown.append([LINE, *also] if failed else None)
+            failed = self.fails(index, manifests, platform)
+            jobs.append(self._job(index, manifests, action, failed, "completed", platform))
+            shown.append(self._shown(index, platform) if failed else None)
         with self.engine.begin() as conn:
             load_jobs(conn, jobs)
             ids = dict(
@@ -149,7 +162,7 @@ class FakeCI:
         observed: bool = True,
         platform: str = PLATFORM,
     ) -> int:
-        failed = self.fails(index, manifests) if failed is None else failed
+        failed = self.fails(index, manifests, platform) if failed is None else failed
         record = self._job(index, manifests, action, failed, state, platform)
         with self.engine.begin() as conn:
             load_jobs(conn, [record])
@@ -229,7 +242,8 @@ class FakeCI:
                 chosen = paths.get(SUITE) if isinstance(paths, dict) else None
                 manifests = list(chosen or self.chunk(index))
                 runs = [(index, manifests, "backfill-task")] * inp["times"]
-            self.add_runs(runs)
+            label = (request.get("labels") or [LABEL])[0]
+            self.add_runs(runs, platform=label[len("test-") : label.index("/")])
             self.created_runs += len(runs)
 
 

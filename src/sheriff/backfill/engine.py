@@ -29,6 +29,7 @@ from sheriff.backfill.reports import (
     READY,
     REPORT_FAILED,
     SUCCESSFUL,
+    check_unsearched,
     split_off,
 )
 from sheriff.backfill.settings import BackfillSettings
@@ -355,6 +356,15 @@ class _Step:
             decision = Decision(fail="the failure reproduces on the oldest push searched")
         if decision.culprit is not None:
             self._split_later_lines(evidence, decision.culprit)
+            check_unsearched(
+                self.conn,
+                self.record.report_id,
+                self.context["lines"],
+                self.context["window"],
+                decision.culprit,
+                self.now,
+                self.settings,
+            )
             self._found(decision.culprit)
         elif decision.fail:
             self._fail(decision.fail)

@@ -11,6 +11,7 @@ oldest failing push seen, which is nearest the culprit.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +28,8 @@ from sheriff.model.failure_lines import crash_lines, with_crash_lines
 from sheriff.model.history import regression_lines
 from sheriff.model.policy import run_lines_known
 from sheriff.model.regressions import names_a_test, suite_of
-from sheriff.store.queries import job_manifests, platform_config
+from sheriff.store.queries import job_manifests, platform_config, recent_push_ids
+from sheriff.store.regressions import move_cases
 from sheriff.store.schema import (
     backfill_record,
     backfill_report,
@@ -719,3 +721,215 @@ def request_backfill(
             .values(context={**record.context, "depth": depth})
         )
     return report_id
+
+
+@dataclass(frozen=True)
+class _JoinedCase:
+    """A case of a report: its original run, what and where it ran, and its regression."""
+
+    case_id: int
+    job_id: int
+    runs_of: tuple[str, int, str]  # label, machine platform id, option collection
+    regression: Regression
+
+
+def check_unsearched(
+    conn: sa.Connection,
+    report_id: int,
+    searched: Sequence[str],
+    window: Sequence[int],
+    culprit: int,
+    now: datetime,
+    settings: BackfillSettings,
+) -> list[int]:
+    """Searches of their own for the tests of the report that its search, about to name
+    the push at `window[culprit]`, never looked for, unless their own runs show they began
+    there; the ids of the reports opened.
+
+    A case joins a regression's search when its tests began failing on the same push
+    (`model.regressions.Group.landed_with`): two regressions on neighbouring pushes then
+    share one search, which looks for one of them and names its push for both. On held-out
+    seed 20261234, 7 of 9 wrong reports were such a claim: a mochitest broken on push 17
+    whose chunk did not run there rode with a web-platform test broken on push 18. A test
+    is the culprit's without a search of its own when its own chunks ran on the push
+    before often enough, failing at its rate, to have shown it (`ONSET_MISSED`), failed on
+    no push before, and did not run clean from the culprit on so often that it began
+    later (`_began_on`); otherwise its cases take a search of their own from two pushes
+    before the culprit, and a regression record of their own
+    (`store.regressions.move_cases`), so that write-back and alerts claim no culprit
+    nobody checked.
+    """
+    report = conn.execute(sa.select(backfill_report).where(backfill_report.c.id == report_id)).one()
+    looked_for = {test_of(line) for line in searched}
+    unsearched = [t for t in report.tests if names_a_test(t) and t not in looked_for]
+    if not unsearched or culprit < 1:
+        return []
+    cases = _joined_cases(conn, report.case_ids or [])
+    apart: dict[str, list[_JoinedCase]] = {}
+    for test in unsearched:
+        holding = [c for c in cases if test in c.regression.tests]
+        if holding and not _began_on(conn, test, holding, window, culprit):
+            apart[test] = holding
+    opened = []
+    for first, tests in _by_oldest_case(apart):
+        lines = [line for line in first.regression.lines if test_of(line) in tests]
+        second = regression_of(conn, first.job_id, only=lines)
+        if not second.lines:
+            continue
+        moved = sorted({c.case_id for t in tests for c in apart[t]})
+        new_id = _open(
+            conn,
+            job_id=first.job_id,
+            case_id=None,
+            source="regression",
+            regression=second,
+            now=now,
+            settings=settings,
+            strategy=report.strategy,
+            same_manifests=report.same_manifests,
+            mature_at=now,
+            case_ids=moved,
+        )
+        # From two pushes before the culprit: the push just before it may be the test's
+        # own culprit (two regressions on neighbouring pushes), and is nameable only
+        # beside a push searched before it.
+        _start_window_at(conn, new_id, window[max(culprit - 2, 0)], settings)
+        # A case that failed a test the search looked for too stays in its record (two
+        # regressions in one run); the new search pools its configuration all the same.
+        only_these = [
+            c.case_id for c in cases if c.case_id in moved and set(c.regression.tests) <= set(tests)
+        ]
+        move_cases(conn, report_id, new_id, only_these, second.tests, second.lines, now)
+        opened.append((new_id, set(tests), set(only_these)))
+    if not opened:
+        return []
+    gone = set().union(*(tests for _, tests, _ in opened))
+    left = set().union(*(moved for _, _, moved in opened))
+    conn.execute(
+        sa.update(backfill_report)
+        .where(backfill_report.c.id == report_id)
+        .values(
+            tests=[t for t in report.tests if t not in gone],
+            case_ids=[c for c in report.case_ids if c not in left],
+            updated_at=now,
+        )
+    )
+    return [new_id for new_id, _, _ in opened]
+
+
+def _joined_cases(conn: sa.Connection, case_ids: Sequence[int]) -> list[_JoinedCase]:
+    if not case_ids:
+        return []
+    rows = conn.execute(
+        sa.select(
+            triage_case.c.id,
+            triage_case.c.job_id,
+            push.c.push_time,
+            job_type.c.name,
+            job.c.machine_platform_id,
+            job.c.option_collection,
+        )
+        .join(job, job.c.id == triage_case.c.job_id)
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .join(push, push.c.id == job.c.push_id)
+        .where(triage_case.c.id.in_(list(case_ids)))
+        .order_by(push.c.push_time, triage_case.c.id)
+    ).all()
+    return [
+        _JoinedCase(
+            case_id=r.id,
+            job_id=r.job_id,
+            runs_of=(r.name, r.machine_platform_id, r.option_collection),
+            regression=regression_of(conn, r.job_id),
+        )
+        for r in rows
+    ]
+
+
+def _began_on(
+    conn: sa.Connection,
+    test: str,
+    holding: Sequence[_JoinedCase],
+    window: Sequence[int],
+    culprit: int,
+) -> bool:
+    """Whether `test` (failing in the `holding` cases) began failing on `window[culprit]`
+    as far as its own chunks' runs in the window show: it failed on no push before, the
+    clean runs on the push just before would have shown it, and those from the culprit up
+    to where it first failed would not all have missed it (`began_after`'s rule), at the
+    rate its oldest case's retriggers gave."""
+    where = {c.runs_of for c in holding}
+    rows = conn.execute(
+        sa.select(
+            job.c.push_id,
+            job_type.c.name,
+            job.c.machine_platform_id,
+            job.c.option_collection,
+            job.c.result,
+            run_observation.c.parse_status,
+            run_observation.c.failure_lines,
+            run_observation.c.raw_failure_lines,
+        )
+        .join(job_type, job_type.c.id == job.c.job_type_id)
+        .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
+        .where(
+            job.c.push_id.in_(list(window)),
+            job_type.c.name.in_(sorted({label for label, _, _ in where})),
+            job.c.state == "completed",
+            job.c.result.in_(["success", "testfailed"]),
+        )
+    ).all()
+    position = {p: i for i, p in enumerate(window)}
+    clean: Counter[int] = Counter()
+    first = len(window)
+    for r in rows:
+        if (r.name, r.machine_platform_id, r.option_collection) not in where:
+            continue
+        if r.result == "success":
+            seen: list[str] = []
+        elif run_lines_known(r.parse_status, r.failure_lines):
+            seen = with_crash_lines(r.failure_lines, r.raw_failure_lines)
+        else:
+            continue  # not read yet: says nothing either way
+        if any(test_of(line) == test for line in seen):
+            first = min(first, position[r.push_id])
+        else:
+            clean[position[r.push_id]] += 1
+    if first < culprit:
+        return False  # failing before the culprit: not its
+    oldest = holding[0]
+    lines = [line for line in oldest.regression.lines if test_of(line) == test]
+    missed = 1.0 - regression_of(conn, oldest.job_id, only=lines).fail_rate
+    shown_before = missed ** clean[culprit - 1] <= ONSET_MISSED
+    later = missed ** sum(clean[i] for i in range(culprit, first)) <= ONSET_MISSED
+    return shown_before and not later
+
+
+def _by_oldest_case(apart: dict[str, list[_JoinedCase]]) -> list[tuple[_JoinedCase, list[str]]]:
+    """The tests to search for apart, by the oldest case failing them: one search each."""
+    out: dict[int, tuple[_JoinedCase, list[str]]] = {}
+    for test, holding in sorted(apart.items()):
+        out.setdefault(holding[0].case_id, (holding[0], []))[1].append(test)
+    return list(out.values())
+
+
+def _start_window_at(
+    conn: sa.Connection, report_id: int, start: int, settings: BackfillSettings
+) -> None:
+    """The new search looks from `start` (before the culprit the claim was about) up to
+    its own push, when that is within its usual depth: whether the test began on that
+    culprit or next to it is the question, and older pushes come in by extension if it
+    failed on `start` too."""
+    record = conn.execute(
+        sa.select(backfill_record.c.id, backfill_record.c.context).where(
+            backfill_record.c.report_id == report_id
+        )
+    ).one()
+    pushes = list(reversed(recent_push_ids(conn, record.context["push_id"], settings.depth + 1)))
+    if start not in pushes[:-1]:
+        return
+    conn.execute(
+        sa.update(backfill_record)
+        .where(backfill_record.c.id == record.id)
+        .values(context={**record.context, "window": pushes[pushes.index(start) :]})
+    )

@@ -1,9 +1,11 @@
 """Reading regression records back: for `sheriff regressions`, the API, the dashboard
-and the alerts."""
+and the alerts; and moving cases to a record of their own when a search finds they are
+not its regression's (`move_cases`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,6 +22,7 @@ from sheriff.store.schema import (
 )
 
 OPEN_STATUSES = ("confirmed", "culprit")
+CONFIRMED = OPEN_STATUSES[0]
 STOPPED = "stopped"
 # The request log's strategy of alert rows (`sheriff.notify.ALERT` is this one).
 ALERT_STRATEGY = "alert"
@@ -187,3 +190,109 @@ def alerts_of(
                 }
             )
     return found
+
+
+def move_cases(
+    conn: sa.Connection,
+    report_id: int,
+    new_report_id: int,
+    case_ids: Sequence[int],
+    tests: Sequence[str],
+    lines: Sequence[str],
+    now: datetime,
+) -> int | None:
+    """Move `case_ids` from the regression record the search `report_id` serves to a new
+    record of `tests` and `lines`, served by the search `new_report_id`; its id (None when
+    no record is served by the report, or none of the cases is its). The old record no
+    longer names those tests: they were not what its search looked for
+    (`backfill.reports.check_unsearched`)."""
+    old = conn.execute(
+        sa.select(regression).where(
+            regression.c.backfill_report_id == report_id, regression.c.merged_into.is_(None)
+        )
+    ).first()
+    if old is None:
+        return None
+    gone, gone_lines = set(tests), set(lines)
+    moving = set(
+        conn.execute(
+            sa.select(regression_case.c.case_id).where(
+                regression_case.c.regression_id == old.id,
+                regression_case.c.case_id.in_(list(case_ids)),
+            )
+        ).scalars()
+    )
+    staying = (
+        set(
+            conn.execute(
+                sa.select(regression_case.c.case_id).where(
+                    regression_case.c.regression_id == old.id
+                )
+            ).scalars()
+        )
+        - moving
+    )
+    if not moving:
+        return None
+    if not staying:
+        # Every case of the record is the new search's: the record is its regression.
+        conn.execute(
+            sa.update(regression)
+            .where(regression.c.id == old.id)
+            .values(backfill_report_id=new_report_id, updated_at=now)
+        )
+        return old.id
+    conn.execute(
+        sa.update(regression)
+        .where(regression.c.id == old.id)
+        .values(
+            tests=[t for t in old.tests if t not in gone],
+            failure_lines=[line for line in old.failure_lines if line not in gone_lines],
+            **_where_cases_ran(conn, staying),
+            updated_at=now,
+        )
+    )
+    new_id = conn.execute(
+        sa.insert(regression)
+        .values(
+            repository_id=old.repository_id,
+            status=CONFIRMED,
+            tests=sorted(gone),
+            failure_lines=sorted(gone_lines),
+            **_where_cases_ran(conn, moving),
+            backfill_report_id=new_report_id,
+            opened_at=now,
+            updated_at=now,
+        )
+        .returning(regression.c.id)
+    ).scalar_one()
+    conn.execute(
+        sa.update(regression_case)
+        .where(regression_case.c.case_id.in_(sorted(moving)))
+        .values(regression_id=new_id)
+    )
+    return new_id
+
+
+def _where_cases_ran(conn: sa.Connection, case_ids: Collection[int]) -> dict[str, Any]:
+    """A record's configurations, labels and first and last push, from its cases."""
+    rows = conn.execute(
+        sa.select(
+            triage_case.c.label,
+            triage_case.c.push_id,
+            platform.c.platform,
+            job.c.option_collection,
+            push.c.push_time,
+        )
+        .join(job, job.c.id == triage_case.c.job_id)
+        .join(platform, platform.c.id == job.c.machine_platform_id)
+        .join(push, push.c.id == triage_case.c.push_id)
+        .where(triage_case.c.id.in_(sorted(case_ids)))
+        .order_by(push.c.push_time, push.c.id)
+    ).all()
+    return {
+        "configurations": sorted({f"{r.platform}/{r.option_collection}" for r in rows}),
+        "labels": sorted({r.label for r in rows}),
+        "first_push_id": rows[0].push_id,
+        "last_push_id": rows[-1].push_id,
+    }
