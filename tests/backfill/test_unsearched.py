@@ -94,6 +94,19 @@ def _landed_together(ci: FakeCI) -> tuple[int, int, int]:
     return report_id, first, second
 
 
+def _culprits_named(ci: FakeCI, report_id: int, indexes: range) -> None:
+    """Earlier searches (copies of the report) that named pushes `indexes`."""
+    with ci.engine.begin() as conn:
+        row = conn.execute(sa.select(backfill_report).where(backfill_report.c.id == report_id))
+        values = {k: v for k, v in row.one()._mapping.items() if k not in ("id", "case_id")}
+        for index in indexes:
+            conn.execute(
+                sa.insert(backfill_report).values(
+                    {**values, "status": "culprit", "culprit_push_id": _push_id(conn, index)}
+                )
+            )
+
+
 def _check(ci: FakeCI, report_id: int) -> list[int]:
     """The search of `report_id` names push 11 in a window of pushes 0..12."""
     with ci.engine.begin() as conn:
@@ -139,16 +152,20 @@ def test_a_test_whose_chunk_did_not_run_before_the_culprit_gets_a_search_of_its_
 
 
 @pytest.mark.parametrize(
-    "clean_before, clean_after, claimed", [(3, 1, True), (1, 0, False), (3, 3, False)]
+    "clean_before, clean_after, named_before, claimed",
+    [(1, 1, 0, True), (1, 0, 3, False), (2, 0, 3, True), (3, 3, 0, False)],
 )
 def test_a_test_whose_own_runs_passed_just_before_the_culprit_stays_claimed(
-    ci: FakeCI, clean_before: int, clean_after: int, claimed: bool
+    ci: FakeCI, clean_before: int, clean_after: int, named_before: int, claimed: bool
 ) -> None:
-    """Three clean runs of TEST2's chunk on push 10, failing at about 5 in 6, would have
-    shown it (0.17³ < 0.05): it began on push 11 and the claim holds, though it passed
-    once on push 11 itself. One clean run would miss it one time in six: not enough. Three
-    clean runs on push 11 say it began after push 11."""
+    """TEST2 fails at about 5 in 6. Among the 12 pushes up to push 11, push 11 alone broke
+    tests as far as searches named: another push breaking TEST2 just before it is 1 in 7
+    likely, and with one clean run of its chunk on push 10 missing it (1 in 6), 1 in 42
+    (below 5 %): it began on push 11 and the claim holds, though it passed once on push 11
+    itself. With three other culprits named before, one clean run is not enough (1 in 18),
+    two are. Three clean runs on push 11 say it began after push 11."""
     report_id, _, _ = _landed_together(ci)
+    _culprits_named(ci, report_id, range(2, 2 + named_before))
     for _ in range(clean_before):
         ci.add_run(10, [A, B], failed=False, platform=OTHER)
     for _ in range(clean_after):

@@ -765,10 +765,11 @@ def check_unsearched(
     if not unsearched or culprit < 1:
         return []
     cases = _joined_cases(conn, report.case_ids or [])
+    landing = _landing_rate(conn, report.repository_id, window[culprit])
     apart: dict[str, list[_JoinedCase]] = {}
     for test in unsearched:
         holding = [c for c in cases if test in c.regression.tests]
-        if holding and not _began_on(conn, test, holding, window, culprit):
+        if holding and not _began_on(conn, test, holding, window, culprit, landing):
             apart[test] = holding
     opened = []
     for first, tests in _by_oldest_case(apart):
@@ -852,12 +853,14 @@ def _began_on(
     holding: Sequence[_JoinedCase],
     window: Sequence[int],
     culprit: int,
+    landing_rate: float,
 ) -> bool:
     """Whether `test` (failing in the `holding` cases) began failing on `window[culprit]`
-    as far as its own chunks' runs in the window show: it failed on no push before, the
-    clean runs on the push just before would have shown it, and those from the culprit up
-    to where it first failed would not all have missed it (`began_after`'s rule), at the
-    rate its oldest case's retriggers gave."""
+    as far as its own chunks' runs in the window show, at the rate its oldest case's
+    retriggers gave: it failed on no push before; that another push just before broke it
+    (a push breaks tests at `landing_rate`) and the clean runs there all missed it is at
+    most `ONSET_MISSED` likely; and the runs from the culprit up to where it first failed
+    would not all have missed it (`began_after`'s rule)."""
     where = {c.runs_of for c in holding}
     rows = conn.execute(
         sa.select(
@@ -900,9 +903,33 @@ def _began_on(
     oldest = holding[0]
     lines = [line for line in oldest.regression.lines if test_of(line) == test]
     missed = 1.0 - regression_of(conn, oldest.job_id, only=lines).fail_rate
-    shown_before = missed ** clean[culprit - 1] <= ONSET_MISSED
+    # Odds that another push broke it just before, against the named push that broke the
+    # tests it first failed beside: how often a push breaks tests here, times the chance
+    # that its chunks' clean runs there all missed it.
+    odds = landing_rate * missed ** clean[culprit - 1]
+    shown_before = odds / (1.0 + odds) <= ONSET_MISSED
     later = missed ** sum(clean[i] for i in range(culprit, first)) <= ONSET_MISSED
     return shown_before and not later
+
+
+def _landing_rate(conn: sa.Connection, repository_id: int, up_to: int) -> float:
+    """How often a push of the repository breaks tests, as far as its searches have named
+    culprits among the pushes up to `up_to` (`up_to` one of them): (culprits + 1) /
+    (pushes + 2)."""
+    until = sa.select(push.c.push_time).where(push.c.id == up_to).scalar_subquery()
+    pushes = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(push)
+        .where(push.c.repository_id == repository_id, push.c.push_time <= until)
+    ).scalar_one()
+    named = set(
+        conn.execute(
+            sa.select(backfill_report.c.culprit_push_id)
+            .join(push, push.c.id == backfill_report.c.culprit_push_id)
+            .where(backfill_report.c.repository_id == repository_id, push.c.push_time <= until)
+        ).scalars()
+    )
+    return (len(named | {up_to}) + 1) / (pushes + 2)
 
 
 def _by_oldest_case(apart: dict[str, list[_JoinedCase]]) -> list[tuple[_JoinedCase, list[str]]]:
