@@ -751,13 +751,13 @@ def check_unsearched(
     share one search, which looks for one of them and names its push for both. On held-out
     seed 20261234, 7 of 9 wrong reports were such a claim: a mochitest broken on push 17
     whose chunk did not run there rode with a web-platform test broken on push 18. A test
-    is the culprit's without a search of its own when its own chunks ran on the push
-    before often enough, failing at its rate, to have shown it (`ONSET_MISSED`), failed on
-    no push before, and did not run clean from the culprit on so often that it began
-    later (`_began_on`); otherwise its cases take a search of their own from two pushes
-    before the culprit, and a regression record of their own
-    (`store.regressions.move_cases`), so that write-back and alerts claim no culprit
-    nobody checked.
+    is the culprit's without a search of its own when it failed on no push before, when
+    another push breaking it just before (as often as pushes here break tests) with its
+    own chunks' clean runs there all missing it is unlikely, and when it did not run
+    clean from the culprit on so often that it began later (`_began_on`). Otherwise its
+    cases take a search of their own from two pushes before the culprit, and a regression
+    record of their own (`store.regressions.move_cases`), so that write-back and alerts
+    claim no culprit nobody checked.
     """
     report = conn.execute(sa.select(backfill_report).where(backfill_report.c.id == report_id)).one()
     looked_for = {test_of(line) for line in searched}
