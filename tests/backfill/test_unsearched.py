@@ -55,10 +55,13 @@ def _push_id(conn: sa.Connection, index: int) -> int:
 
 
 def _landed_together(ci: FakeCI) -> tuple[int, int, int]:
-    """Push 11 broke TEST; the other platform's TEST2 first failed on push 12 too, so its
+    """Push 11 broke TEST; the other platform's TEST2 (its chunk ran clean once on each
+    push before push 10, and not on pushes 10 and 11) first failed on push 12 too, so its
     case joined the search of TEST's case there (as `Group.landed_with` files it), and the
     report names TEST2 without looking for it. One regression record holds both cases."""
     ci.history()
+    for index in range(10):
+        ci.add_run(index, [A, B], failed=False, platform=OTHER)
     first = ci.regression_case(12)
     second = _other_case(ci, 12)
     with ci.engine.begin() as conn:
@@ -152,24 +155,33 @@ def test_a_test_whose_chunk_did_not_run_before_the_culprit_gets_a_search_of_its_
 
 
 @pytest.mark.parametrize(
-    "clean_before, clean_after, named_before, claimed",
-    [(1, 1, 0, True), (1, 0, 3, False), (2, 0, 3, True), (3, 3, 0, False)],
+    "clean_before, on_culprit, named_before, claimed",
+    [
+        (1, "F", 0, True),
+        (1, "", 0, False),
+        (1, "F", 3, False),
+        (2, "F", 3, True),
+        (3, "sss", 0, False),
+    ],
 )
-def test_a_test_whose_own_runs_passed_just_before_the_culprit_stays_claimed(
-    ci: FakeCI, clean_before: int, clean_after: int, named_before: int, claimed: bool
+def test_a_test_whose_own_runs_show_it_began_on_the_culprit_stays_claimed(
+    ci: FakeCI, clean_before: int, on_culprit: str, named_before: int, claimed: bool
 ) -> None:
-    """TEST2 fails at about 5 in 6. Among the 12 pushes up to push 11, push 11 alone broke
-    tests as far as searches named: another push breaking TEST2 just before it is 1 in 7
-    likely, and with one clean run of its chunk on push 10 missing it (1 in 6), 1 in 42
-    (below 5 %): it began on push 11 and the claim holds, though it passed once on push 11
-    itself. With three other culprits named before, one clean run is not enough (1 in 18),
-    two are. Three clean runs on push 11 say it began after push 11."""
+    """TEST2 fails at about 5 in 6, and its chunk ran clean once on each push before push
+    10. Among the 12 pushes up to push 11, push 11 alone broke tests as far as searches
+    named: any other push breaking TEST2 is 1 in 7 likely a priori. One clean run on push
+    10 missing it (1 in 6; pushes before, 1 in 36 and less) puts the odds of an earlier
+    push at 1 in 35 (below 5 %): with a failing run on push 11 it began there, and the
+    claim holds. Without a run on push 11, push 12 (where it first failed) is as likely
+    as push 11 but for its prior. With three other culprits named before, one clean run
+    on push 10 is not enough, two are. Three clean runs on push 11 say it began later."""
     report_id, _, _ = _landed_together(ci)
     _culprits_named(ci, report_id, range(2, 2 + named_before))
     for _ in range(clean_before):
         ci.add_run(10, [A, B], failed=False, platform=OTHER)
-    for _ in range(clean_after):
-        ci.add_run(11, [A, B], failed=False, platform=OTHER)
+    for run in on_culprit:
+        failed = run == "F"
+        ci.add_run(11, [A, B], failed=failed, lines=[LINE2] if failed else None, platform=OTHER)
     opened = _check(ci, report_id)
     assert (not opened) is claimed
     with ci.engine.connect() as conn:

@@ -1,5 +1,7 @@
 """Culprit search: runs per push, outcomes, culprit, bisect planning."""
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from sheriff.model.backfill import (
     began_after,
     estimate_fail_rate,
     find_culprit,
+    other_onset_odds,
     outcome,
     plan_bisect,
     runs_needed,
@@ -145,3 +148,17 @@ def test_a_line_of_an_intermittent_regression_needs_more_clean_runs_to_have_begu
 def test_a_line_seen_on_or_before_the_culprit_or_never_clean_there_stays() -> None:
     assert began_after({"x": _runs((1, 0), (0, 3), (1, 0))}, culprit=1) == []
     assert began_after({"x": _runs((0, 0), (0, 0), (1, 0))}, culprit=1) == []
+
+
+def test_the_odds_of_another_onset_weigh_each_push_by_the_runs_it_must_call_misses() -> None:
+    # Culprit at index 2, first failure at 3; a 50 % test; pushes break tests 1 in 10.
+    # Before: push 1 must have its 2 clean runs miss (1/4), push 0 those of 0 and 1 (1/8).
+    # After: push 3 explains the culprit's clean run, which the culprit calls a miss (2).
+    odds = other_onset_odds([1, 2, 1, 0], 2, 3, 0.5, 0.1)
+    assert odds == pytest.approx(0.1 * (1 / 4 + 1 / 8 + 2))
+    # No run anywhere: every push as likely as its prior.
+    assert other_onset_odds([0, 0, 0, 0], 2, 3, 0.5, 0.1) == pytest.approx(0.3)
+    # Failing before the culprit: never its.
+    assert other_onset_odds([0, 0, 0, 0], 2, 1, 0.5, 0.1) == math.inf
+    # First failing on the culprit, many clean runs before: the culprit's.
+    assert other_onset_odds([5, 5, 0], 2, 2, 0.2, 0.1) < 0.01

@@ -23,7 +23,7 @@ from sheriff.backfill.evidence import reproduces, test_of
 from sheriff.backfill.settings import STRATEGIES, BackfillSettings
 from sheriff.errors import InputError
 from sheriff.model.actions import BACKFILL_TAG
-from sheriff.model.backfill import ONSET_MISSED, estimate_fail_rate
+from sheriff.model.backfill import ONSET_MISSED, estimate_fail_rate, other_onset_odds
 from sheriff.model.failure_lines import crash_lines, with_crash_lines
 from sheriff.model.history import regression_lines
 from sheriff.model.policy import run_lines_known
@@ -857,10 +857,8 @@ def _began_on(
 ) -> bool:
     """Whether `test` (failing in the `holding` cases) began failing on `window[culprit]`
     as far as its own chunks' runs in the window show, at the rate its oldest case's
-    retriggers gave: it failed on no push before; that another push just before broke it
-    (a push breaks tests at `landing_rate`) and the clean runs there all missed it is at
-    most `ONSET_MISSED` likely; and the runs from the culprit up to where it first failed
-    would not all have missed it (`began_after`'s rule)."""
+    retriggers gave: that another push broke it (each as likely as a push here breaks
+    tests, `landing_rate`) is at most `ONSET_MISSED` likely (`other_onset_odds`)."""
     where = {c.runs_of for c in holding}
     rows = conn.execute(
         sa.select(
@@ -898,18 +896,12 @@ def _began_on(
             first = min(first, position[r.push_id])
         else:
             clean[position[r.push_id]] += 1
-    if first < culprit:
-        return False  # failing before the culprit: not its
     oldest = holding[0]
     lines = [line for line in oldest.regression.lines if test_of(line) == test]
     missed = 1.0 - regression_of(conn, oldest.job_id, only=lines).fail_rate
-    # Odds that another push broke it just before, against the named push that broke the
-    # tests it first failed beside: how often a push breaks tests here, times the chance
-    # that its chunks' clean runs there all missed it.
-    odds = landing_rate * missed ** clean[culprit - 1]
-    shown_before = odds / (1.0 + odds) <= ONSET_MISSED
-    later = missed ** sum(clean[i] for i in range(culprit, first)) <= ONSET_MISSED
-    return shown_before and not later
+    runs = [clean[i] for i in range(len(window))]
+    odds = other_onset_odds(runs, culprit, first, missed, landing_rate)
+    return odds / (1.0 + odds) <= ONSET_MISSED
 
 
 def _landing_rate(conn: sa.Connection, repository_id: int, up_to: int) -> float:

@@ -193,3 +193,31 @@ def began_after(
         if (1 - shown / finished) ** clean <= missed:
             later.append(line)
     return sorted(later)
+
+
+def other_onset_odds(
+    clean: Sequence[int], culprit: int, first: int, missed: float, landing_rate: float
+) -> float:
+    """Odds that a test began failing on another push than `culprit`, a push known to
+    have broken the tests it first failed beside, from its own runs per window push
+    (`clean`: runs that passed it, oldest first; `first`: where it first failed, or the
+    window's length when it did not there).
+
+    Began on push j, it fails at its rate on every run from j on and never before, so
+    each clean run from j up to `first` missed it (`missed`: 1 - its rate). Against the
+    culprit, a push j before it must have had its clean runs from j up to the culprit all
+    miss it, and a push after it explains the clean runs from the culprit up to j, which
+    the culprit must call misses. Each other push is as likely a priori as any push here
+    is to break tests (`landing_rate`), the culprit certain."""
+    if first < culprit:
+        return math.inf  # it failed before the culprit
+    odds = 0.0
+    shown = 0
+    for j in range(culprit - 1, -1, -1):
+        shown += clean[j]
+        odds += missed**shown
+    shown = 0
+    for j in range(culprit + 1, min(first, len(clean) - 1) + 1):
+        shown += clean[j - 1]
+        odds += missed**-shown if missed > 0 or not shown else math.inf
+    return landing_rate * odds
