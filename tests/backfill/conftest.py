@@ -191,11 +191,22 @@ class FakeCI:
         """One scheduled run of the label per push."""
         self.add_runs([(index, self.chunk(index), None) for index in range(self.pushes)])
 
-    def regression_case(self, index: int, retriggers: int = 5, platform: str = PLATFORM) -> int:
-        """A failed original on push `index` with its retriggers, and its regression case."""
-        job_id = self.add_run(index, [A, B], failed=True, lines=[LINE, NOISE], platform=platform)
+    def regression_case(
+        self,
+        index: int,
+        retriggers: int = 5,
+        platform: str = PLATFORM,
+        lines: list[str] | None = None,
+    ) -> int:
+        """A failed original on push `index` with its retriggers, and its regression case;
+        with `lines`, the original and every retrigger failed those."""
+        shown = lines or [LINE, NOISE]
+        job_id = self.add_run(index, [A, B], failed=True, lines=shown, platform=platform)
         for _ in range(retriggers):
-            self.add_run(index, [A, B], action="retrigger", platform=platform)
+            failed = True if lines else None
+            self.add_run(
+                index, [A, B], action="retrigger", failed=failed, lines=lines, platform=platform
+            )
         with self.engine.begin() as conn:
             push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == job_id)).scalar()
             return conn.execute(

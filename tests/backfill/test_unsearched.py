@@ -12,11 +12,9 @@ from sheriff.store.queries import recent_push_ids
 from sheriff.store.schema import (
     backfill_record,
     backfill_report,
-    job,
     push,
     regression,
     regression_case,
-    triage_case,
 )
 from tests.backfill.conftest import LINE, START, TEST, A, B, FakeCI, label_on, revision
 from tests.backfill.test_engine import _play
@@ -24,30 +22,6 @@ from tests.backfill.test_engine import _play
 OTHER = "windows11-64"
 TEST2 = "b/browser_other_chunk.js"
 LINE2 = f"TEST-UNEXPECTED-FAIL | {TEST2} | expected 1, got 2"
-
-
-def _other_case(ci: FakeCI, index: int) -> int:
-    """A regression case on push `index` of the label on another platform, failing LINE2
-    in its original and four retriggers."""
-    job_id = ci.add_run(index, [A, B], failed=True, lines=[LINE2], platform=OTHER)
-    for _ in range(4):
-        ci.add_run(index, [A, B], action="retrigger", failed=True, lines=[LINE2], platform=OTHER)
-    with ci.engine.begin() as conn:
-        push_id = conn.execute(sa.select(job.c.push_id).where(job.c.id == job_id)).scalar()
-        return conn.execute(
-            sa.insert(triage_case)
-            .values(
-                job_id=job_id,
-                push_id=push_id,
-                label=label_on(OTHER),
-                state="decided",
-                verdict="regression",
-                policy="seed",
-                opened_at=START,
-                updated_at=START,
-            )
-            .returning(triage_case.c.id)
-        ).scalar_one()
 
 
 def _push_id(conn: sa.Connection, index: int) -> int:
@@ -63,7 +37,7 @@ def _landed_together(ci: FakeCI) -> tuple[int, int, int]:
     for index in range(10):
         ci.add_run(index, [A, B], failed=False, platform=OTHER)
     first = ci.regression_case(12)
-    second = _other_case(ci, 12)
+    second = ci.regression_case(12, retriggers=4, platform=OTHER, lines=[LINE2])
     with ci.engine.begin() as conn:
         report_id = open_report_for_case(conn, first, START, BackfillSettings())
         assert report_id is not None

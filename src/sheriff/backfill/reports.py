@@ -126,12 +126,7 @@ def regression_of(
         judged = set(regression_lines(_case_evidence(conn, job_id)))
         lines = [line for line in every if line in judged] or named or crashed
     retriggers = conn.execute(
-        sa.select(
-            job.c.result,
-            run_observation.c.parse_status,
-            run_observation.c.failure_lines,
-            run_observation.c.raw_failure_lines,
-        )
+        sa.select(*_RUN_SEEN)
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
         .where(
@@ -146,12 +141,7 @@ def regression_of(
             job.c.result.in_(["success", "testfailed"]),
         )
     ).all()
-    seen: list[list[str]] = []
-    for row in retriggers:
-        if row.result == "success":
-            seen.append([])
-        elif run_lines_known(row.parse_status, row.failure_lines):
-            seen.append(with_crash_lines(row.failure_lines, row.raw_failure_lines))
+    seen = [lines for lines in map(_lines_seen, retriggers) if lines is not None]
     shown = [line for line in lines if any(line in run for run in seen)]
     kept = shown or lines
     tests = sorted({t for t in (test_of(line) for line in kept) if t})
@@ -162,6 +152,25 @@ def regression_of(
         fail_rate=estimate_fail_rate(reproduced, len(seen)),
         shown_by={line: sum(line in run for run in seen) for line in set(kept)},
     )
+
+
+# What a run showed: its result and, for a failed one, its lines once read (`_lines_seen`).
+_RUN_SEEN = (
+    job.c.result,
+    run_observation.c.parse_status,
+    run_observation.c.failure_lines,
+    run_observation.c.raw_failure_lines,
+)
+
+
+def _lines_seen(row: Any) -> list[str] | None:
+    """The lines a finished run (selected with `_RUN_SEEN`) showed: none when it passed,
+    None while a failed run's lines are not read."""
+    if row.result == "success":
+        return []
+    if run_lines_known(row.parse_status, row.failure_lines):
+        return with_crash_lines(row.failure_lines, row.raw_failure_lines)
+    return None
 
 
 def _case_evidence(conn: sa.Connection, job_id: int) -> Any:
@@ -552,18 +561,31 @@ def split_off(
             updated_at=now,
         )
     )
+    return _open_apart(conn, report, report.job_id, second, report.case_ids, now, settings)
+
+
+def _open_apart(
+    conn: sa.Connection,
+    report: Any,
+    job_id: int,
+    regression: Regression,
+    case_ids: Sequence[int],
+    now: datetime,
+    settings: BackfillSettings,
+) -> int:
+    """A search split from `report`'s, as it searches, starting at once."""
     return _open(
         conn,
-        job_id=report.job_id,
+        job_id=job_id,
         case_id=None,
         source="regression",
-        regression=second,
+        regression=regression,
         now=now,
         settings=settings,
         strategy=report.strategy,
         same_manifests=report.same_manifests,
         mature_at=now,
-        case_ids=report.case_ids,
+        case_ids=case_ids,
     )
 
 
@@ -778,19 +800,7 @@ def check_unsearched(
         if not second.lines:
             continue
         moved = sorted({c.case_id for t in tests for c in apart[t]})
-        new_id = _open(
-            conn,
-            job_id=first.job_id,
-            case_id=None,
-            source="regression",
-            regression=second,
-            now=now,
-            settings=settings,
-            strategy=report.strategy,
-            same_manifests=report.same_manifests,
-            mature_at=now,
-            case_ids=moved,
-        )
+        new_id = _open_apart(conn, report, first.job_id, second, moved, now, settings)
         # From two pushes before the culprit: the push just before it may be the test's
         # own culprit (two regressions on neighbouring pushes), and is nameable only
         # beside a push searched before it.
@@ -866,10 +876,7 @@ def _began_on(
             job_type.c.name,
             job.c.machine_platform_id,
             job.c.option_collection,
-            job.c.result,
-            run_observation.c.parse_status,
-            run_observation.c.failure_lines,
-            run_observation.c.raw_failure_lines,
+            *_RUN_SEEN,
         )
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
@@ -886,11 +893,8 @@ def _began_on(
     for r in rows:
         if (r.name, r.machine_platform_id, r.option_collection) not in where:
             continue
-        if r.result == "success":
-            seen: list[str] = []
-        elif run_lines_known(r.parse_status, r.failure_lines):
-            seen = with_crash_lines(r.failure_lines, r.raw_failure_lines)
-        else:
+        seen = _lines_seen(r)
+        if seen is None:
             continue  # not read yet: says nothing either way
         if any(test_of(line) == test for line in seen):
             first = min(first, position[r.push_id])
