@@ -201,7 +201,7 @@ def other_onset_odds(
     """Odds that a test began failing on another push than `culprit`, a push known to
     have broken the tests it first failed beside, from its own runs per window push
     (`clean`: runs that passed it, oldest first; `first`: where it first failed, or the
-    window's length when it did not there).
+    window's length when it did not fail there).
 
     Began on push j, it fails at its rate on every run from j on and never before, so
     each clean run from j up to `first` missed it (`missed`: 1 - its rate). Against the
