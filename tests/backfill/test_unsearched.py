@@ -25,7 +25,7 @@ LINE2 = f"TEST-UNEXPECTED-FAIL | {TEST2} | expected 1, got 2"
 
 
 def _push_id(conn: sa.Connection, index: int) -> int:
-    return conn.execute(sa.select(push.c.id).where(push.c.revision == f"{index:040x}")).scalar_one()
+    return conn.execute(sa.select(push.c.id).where(push.c.revision == revision(index))).scalar_one()
 
 
 def _landed_together(ci: FakeCI) -> tuple[int, int, int]:
