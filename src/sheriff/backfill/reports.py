@@ -732,17 +732,22 @@ def request_backfill(
         mature_at=now,
     )
     if depth is not None:
-        record = conn.execute(
-            sa.select(backfill_record.c.id, backfill_record.c.context).where(
-                backfill_record.c.report_id == report_id
-            )
-        ).one()
-        conn.execute(
-            sa.update(backfill_record)
-            .where(backfill_record.c.id == record.id)
-            .values(context={**record.context, "depth": depth})
-        )
+        _update_context(conn, report_id, depth=depth)
     return report_id
+
+
+def _update_context(conn: sa.Connection, report_id: int, **values: Any) -> None:
+    """Set `values` in the context of a report's record, before it is first acted on."""
+    record = conn.execute(
+        sa.select(backfill_record.c.id, backfill_record.c.context).where(
+            backfill_record.c.report_id == report_id
+        )
+    ).one()
+    conn.execute(
+        sa.update(backfill_record)
+        .where(backfill_record.c.id == record.id)
+        .values(context={**record.context, **values})
+    )
 
 
 @dataclass(frozen=True)
@@ -835,7 +840,6 @@ def _joined_cases(conn: sa.Connection, case_ids: Sequence[int]) -> list[_JoinedC
         sa.select(
             triage_case.c.id,
             triage_case.c.job_id,
-            push.c.push_time,
             job_type.c.name,
             job.c.machine_platform_id,
             job.c.option_collection,
@@ -943,16 +947,9 @@ def _start_window_at(
     its own push, when that is within its usual depth: whether the test began on that
     culprit or next to it is the question, and older pushes come in by extension if it
     failed on `start` too."""
-    record = conn.execute(
-        sa.select(backfill_record.c.id, backfill_record.c.context).where(
-            backfill_record.c.report_id == report_id
-        )
-    ).one()
-    pushes = list(reversed(recent_push_ids(conn, record.context["push_id"], settings.depth + 1)))
-    if start not in pushes[:-1]:
-        return
-    conn.execute(
-        sa.update(backfill_record)
-        .where(backfill_record.c.id == record.id)
-        .values(context={**record.context, "window": pushes[pushes.index(start) :]})
-    )
+    own = conn.execute(
+        sa.select(backfill_report.c.push_id).where(backfill_report.c.id == report_id)
+    ).scalar_one()
+    pushes = list(reversed(recent_push_ids(conn, own, settings.depth + 1)))
+    if start in pushes[:-1]:
+        _update_context(conn, report_id, window=pushes[pushes.index(start) :])

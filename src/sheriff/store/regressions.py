@@ -214,24 +214,12 @@ def move_cases(
     if old is None:
         return None
     gone, gone_lines = set(tests), set(lines)
-    moving = set(
+    members = set(
         conn.execute(
-            sa.select(regression_case.c.case_id).where(
-                regression_case.c.regression_id == old.id,
-                regression_case.c.case_id.in_(list(case_ids)),
-            )
+            sa.select(regression_case.c.case_id).where(regression_case.c.regression_id == old.id)
         ).scalars()
     )
-    staying = (
-        set(
-            conn.execute(
-                sa.select(regression_case.c.case_id).where(
-                    regression_case.c.regression_id == old.id
-                )
-            ).scalars()
-        )
-        - moving
-    )
+    moving, staying = members & set(case_ids), members - set(case_ids)
     if not moving:
         return None
     if not staying:
