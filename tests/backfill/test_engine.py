@@ -214,6 +214,36 @@ def test_waits_for_runs_that_are_still_running(ci: FakeCI) -> None:
         assert conn.execute(sa.select(backfill_record.c.runs_in_progress)).scalar() == len(ci.sent)
 
 
+@pytest.mark.parametrize(("rate", "seed"), [(0.5, 3), (0.5, 4), (0.4, 5)])
+def test_flake_aware_counts_the_runs_it_spent_before_its_budget_ends_it(
+    engine, rate: float, seed: int
+) -> None:
+    # From the culprit on, the first run of each round shows the regression and the others
+    # are still running: the budget spent, the search waits for them rather than say "no
+    # culprit found" without them (world 20261234-3: P 0.876 when it gave up, 0.985 once
+    # the runs it had paid for were in).
+    ci = FakeCI(engine, rate=rate, seed=seed)
+    ci.history()
+    _open(ci, strategy="flake-aware")
+    settings = BackfillSettings(strategy="flake-aware")
+    now = START + HOUR
+    for _ in range(40):
+        advance_backfills(ci.engine, now=now, actions=ci.enqueue, settings=settings)
+        for request in ci.sent:
+            if not request.get("played"):
+                request["played"] = True
+                index = int(request["revision"], 16)
+                broken = index >= ci.culprit
+                ci.add_run(index, [A, B], action="backfill-task", failed=broken)
+                for _ in range(request["input"]["times"] - 1):
+                    state = "running" if broken else "completed"
+                    ci.add_run(index, [A, B], action="backfill-task", state=state)
+        now += HOUR / 4
+    with ci.engine.connect() as conn:
+        [report] = reports(conn)
+    assert "runs spent" not in (report["reason"] or "")
+
+
 def test_a_case_without_failure_lines_opens_no_report(ci: FakeCI) -> None:
     ci.history()
     case = ci.regression_case(20)

@@ -161,3 +161,26 @@ def test_the_budget_ends_a_search_with_no_culprit() -> None:
     runs = [(0, 2)] * 5 + [(1, 9)]
     step = search.next_step(runs, spent=[2] * 5 + [0])
     assert step.no_culprit and "10 runs spent" in step.why
+
+
+def test_runs_still_coming_are_counted_before_the_budget_ends_the_search() -> None:
+    search = CulpritSearch(fail_rate=0.5, budget=10)
+    runs = [(0, 2)] * 5 + [(1, 0), (4, 1)]
+    spent = [2] * 5 + [2, 0]
+    assert search.next_step(runs, spent=spent).no_culprit
+    # Push 5 reproduced once of the two asked, the other still runs: it is counted first.
+    assert search.next_step(runs, spent=spent, waiting=frozenset({5})).why == "waiting for runs"
+
+
+def test_a_push_that_has_not_reproduced_and_waits_holds_every_decision() -> None:
+    search = CulpritSearch(fail_rate=1.0)
+    runs = [(0, 1)] + [(0, 0)] * 9 + [(1, 0)] * 9 + [(4, 0)]
+    assert search.next_step(runs).test == 5
+    assert search.next_step(runs, waiting=frozenset({3})).test is None
+
+
+def test_a_failing_push_waiting_for_runs_lets_the_search_go_on_around_it() -> None:
+    search = CulpritSearch(fail_rate=1.0)
+    runs = [(0, 1)] + [(0, 0)] * 9 + [(1, 0)] * 9 + [(4, 0)]
+    # Push 12 reproduced and waits for the rest of its runs: the search goes on.
+    assert search.next_step(runs, waiting=frozenset({12})).test == 5

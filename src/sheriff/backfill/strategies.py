@@ -80,6 +80,10 @@ class BackfillStrategy(ABC):
     # (evidence.window_evidence `others`): only one that weighs every run can use them; a
     # flake on another platform would make a push `failing` for bisect and linear.
     pools_configurations: ClassVar[bool] = False
+    # Whether a push whose asked runs are still coming counts as waiting after one of them
+    # reproduced: a failing push settles linear and bisect, but a search that weighs every
+    # run must not give up on a spent budget before the runs it spent are in.
+    waits_for_every_run: ClassVar[bool] = False
 
     @abstractmethod
     def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
@@ -167,6 +171,7 @@ class FlakeAware(BackfillStrategy):
 
     name = "flake-aware"
     pools_configurations = True
+    waits_for_every_run = True
     # 0.95 named a wrong push for 1.75 % of simulated intermittent regressions (flakes of
     # the test around it, tests/model/test_culprit.py); 0.97 for 1.25 %.
     confidence: ClassVar[float] = 0.97

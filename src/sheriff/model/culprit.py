@@ -124,13 +124,22 @@ class CulpritSearch:
         spent: Sequence[int] = (),
         max_runs_per_push: int = MAX_RUNS_PER_PUSH * 2,
     ) -> Step:
-        """The next step given the runs so far; `spent` counts runs already asked per push."""
+        """The next step given the runs so far; `spent` counts runs already asked per push,
+        `waiting` the pushes whose asked runs have not all finished.
+
+        A push that waits for runs and has not reproduced yet may turn the posterior either
+        way: nothing is decided until they are in. One that has reproduced is already on
+        the culprit's side, so the search goes on around it, and may ask it again (each
+        run counts; asked again while a round runs, a low-rate regression is sampled in
+        parallel rather than one round an hour), but a spent budget ends the search only
+        once every run it paid for is counted."""
         post = self.posterior(runs)
         best, p = post.best()
         if post.none >= self.confidence:
             return Step(no_culprit=True, why=f"P(no culprit) = {post.none:.3f}: flakes alone")
-        if waiting:
-            return Step(why="waiting for runs")
+        wait = Step(why="waiting for runs")
+        if any(not runs[i][0] for i in waiting):
+            return wait
         used = sum(spent)
         if p >= self.confidence:
             if best == 0:
@@ -155,6 +164,8 @@ class CulpritSearch:
             if best not in untestable and used < self.budget:
                 return Step(test=best, times=1, why=f"P(culprit) = {p:.3f}; confirming it")
         if used >= self.budget:
+            if waiting:
+                return wait
             return Step(
                 no_culprit=True, why=f"{used} runs spent and P(best) = {p:.3f} only: no culprit"
             )
@@ -165,6 +176,8 @@ class CulpritSearch:
             if i not in untestable and (not spent or spent[i] < max_runs_per_push)
         ]
         if not candidates:
+            if waiting:
+                return wait
             if post.culprit[0] >= max(post.culprit[1:], default=0.0):
                 return Step(extend=True, why="no push left to run; the oldest is likeliest")
             return Step(no_culprit=True, why=f"no push left to run; P(best) = {p:.3f}")
