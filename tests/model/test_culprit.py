@@ -170,6 +170,11 @@ def test_runs_still_coming_are_counted_before_the_budget_ends_the_search() -> No
     assert search.next_step(runs, spent=spent).no_culprit
     # Push 5 reproduced once of the two asked, the other still runs: it is counted first.
     assert search.next_step(runs, spent=spent, waiting=frozenset({5})).why == "waiting for runs"
+    # Likewise when every push has had its most runs: the last are counted first.
+    search = CulpritSearch(fail_rate=0.5, budget=100)
+    runs, spent = [(0, 1), (1, 1), (2, 1)], [16, 16, 0]
+    assert "no push left" in search.next_step(runs, spent=spent).why
+    assert search.next_step(runs, spent=spent, waiting=frozenset({1})).why == "waiting for runs"
 
 
 def test_a_push_that_has_not_reproduced_and_waits_holds_every_decision() -> None:
