@@ -15,7 +15,6 @@ from sheriff.model.history import (
     CaseHistory,
     EarlierRuns,
     HistoryPolicy,
-    LineHistory,
     PastCase,
     Priors,
     RateDistribution,
@@ -23,7 +22,6 @@ from sheriff.model.history import (
     configured,
     first_failures,
     fit_priors,
-    passed_before_failing,
     regression_lines,
     same_configuration,
 )
@@ -202,66 +200,6 @@ def test_no_regression_before_a_retrigger_reproduced() -> None:
     decision = POLICY.decide(case(*clean, history=CaseHistory(earlier=since)))
     assert decision.p_regression is not None and decision.p_regression >= POLICY.at_cap
     assert decision.verdict is Verdict.REGRESSION and "all 6 runs used" in decision.reason
-
-
-def _failing_on_this_push(reproduced_elsewhere: int = 0) -> CaseHistory:
-    """Clean for 20 pushes, failing on two other configurations of this push, judged by
-    line A (the store's per-line history)."""
-    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(20, 0, -1))
-    line = LineHistory(
-        earlier=(*quiet, EarlierRuns(0, other_runs=3, other_shown=2 + reproduced_elsewhere)),
-        reproduced_elsewhere=reproduced_elsewhere,
-    )
-    return CaseHistory(earlier=line.earlier, lines={A: line})
-
-
-def test_a_retrigger_of_another_configuration_that_reproduced_confirms_the_case() -> None:
-    alone = POLICY.decide(case(history=_failing_on_this_push()))
-    assert alone.p_regression is not None and alone.p_regression >= POLICY.upper
-    assert alone.kind is DecisionKind.RETRIGGER  # history alone is no reproduction
-    decision = POLICY.decide(case(history=_failing_on_this_push(reproduced_elsewhere=1)))
-    assert decision.verdict is Verdict.REGRESSION
-    assert "1 retrigger of other tasks of this push reproduced it (>= 0.98)" in decision.reason
-
-
-def test_a_reproduction_elsewhere_does_not_confirm_what_one_clean_run_here_would_turn() -> None:
-    # Three quiet pushes only: one other configuration failed, and its retrigger too. P is
-    # above `upper`, but one clean retrigger here would take it below: ask for it.
-    quiet = tuple(EarlierRuns(ago, runs=1, other_runs=2) for ago in range(3, 0, -1))
-    now = EarlierRuns(0, other_runs=2, other_shown=2)
-    line = LineHistory(earlier=(*quiet, now), reproduced_elsewhere=1)
-    history = CaseHistory(earlier=line.earlier, lines={A: line})
-    decision = POLICY.decide(case(history=history))
-    assert decision.p_regression is not None and decision.p_regression >= POLICY.upper
-    assert POLICY.decide(case(done("r1"), history=history)).p_regression < POLICY.upper
-    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers >= 1
-
-
-def test_a_reproduction_elsewhere_confirms_only_a_failure_that_began_within_history() -> None:
-    # The same quiet pushes, but the oldest showed the line: for all history saw, the test
-    # has failed from the start (a flake and a regression look the same there). P stays
-    # above `upper` even after a clean retrigger here, yet the case asks for its own.
-    began = _failing_on_this_push(reproduced_elsewhere=1)
-    oldest, *rest = began.lines[A].earlier
-    line = LineHistory(earlier=(replace(oldest, shown=1), *rest), reproduced_elsewhere=1)
-    assert passed_before_failing(began.lines[A].earlier)
-    assert not passed_before_failing(line.earlier)
-    history = CaseHistory(earlier=line.earlier, lines={A: line})
-    assert POLICY.decide(case(done("r1"), history=history)).p_regression >= POLICY.upper
-    decision = POLICY.decide(case(history=history))
-    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers >= 1
-
-
-def test_a_case_waits_while_another_task_of_its_push_retriggers_the_same_line() -> None:
-    history = _failing_on_this_push()
-    waits = POLICY.decide(case(history=history, tried_elsewhere=frozenset({A})))
-    assert waits.kind is DecisionKind.WAIT and waits.retriggers == 0
-    assert "waiting for another task of this push retriggering the same line" in waits.reason
-    # Another line tried elsewhere, or runs of its own already: the case asks for itself.
-    other = POLICY.decide(case(history=history, tried_elsewhere=frozenset({OTHER})))
-    assert other.kind is DecisionKind.RETRIGGER
-    own = POLICY.decide(case(done("r1"), history=history, tried_elsewhere=frozenset({A})))
-    assert own.kind is DecisionKind.RETRIGGER
 
 
 def test_waits_while_the_wave_is_in_flight() -> None:

@@ -107,33 +107,9 @@ def test_an_earlier_failure_then_a_clean_run_and_another_configuration(engine) -
             "other_configs_showed_line": 1,
             "pushes_of_a_stopped_regression": 0,
             "pushes_before_the_window": 0,
-            "reproduced_on_other_configurations": 0,
         }
     ]
     assert history.facts["open_bugs"] == [1234]
-
-
-def test_a_retrigger_of_another_configuration_that_showed_the_line_reproduced_it(engine) -> None:
-    ids = load(
-        engine,
-        [
-            (3, "bc1", WIN, [A], [LINE]),  # another configuration's original, failed
-            (3, "bc1", WIN, [A], [LINE]),  # and its retrigger, which showed the line again
-            (3, "bc1", WIN, [A], None),  # and one that passed
-            (3, "bc2", LINUX, [A], [LINE]),  # another task's original on the same push
-            (3, "bc1", LINUX, [A], [LINE]),  # the case
-            (3, "bc1", LINUX, [A], [LINE]),  # the case's own retrigger: its own tally
-        ],
-    )
-    history = history_of(engine, ids[4])
-    assert history.lines[LINE].reproduced_elsewhere == 1
-    assert history.judged_by(LINE).reproduced_elsewhere == 1
-    assert history.facts["runs"][0]["reproduced_on_other_configurations"] == 1
-    # For the other task of the push, the case's retrigger counts too.
-    assert history_of(engine, ids[3]).lines[LINE].reproduced_elsewhere == 2
-    # Two originals failing together are no reproduction: a flaky test does that.
-    lone = load(engine, [(5, "bc1", WIN, [A], [LINE]), (5, "bc1", LINUX, [A], [LINE])])
-    assert history_of(engine, lone[1]).lines[LINE].reproduced_elsewhere == 0
 
 
 def test_a_failing_streak_on_the_same_configuration(engine) -> None:

@@ -9,7 +9,7 @@ from sheriff.actions import log as request_log
 from sheriff.model.failure_lines import failing_test
 from sheriff.sim.scenario import parse_scenario
 from sheriff.sim.server import SimServer
-from sheriff.store.schema import job, triage_case
+from sheriff.store.schema import triage_case
 from sheriff.triage.simrun import measure
 from tests.triage.conftest import TINY, drive, make_triage
 
@@ -57,6 +57,8 @@ def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, si
 def test_the_open_bug_fact_is_not_fooled_by_what_the_bug_search_also_finds(engine, sim) -> None:
     """Treeherder's bug search finds meta, permanent-failure and regression bugs and
     internal issues for a regressed test too: none of them is an open intermittent bug."""
+    from sheriff.store.schema import job
+
     triage = make_triage(engine, sim, policy="history")
     drive(triage, sim)
     truth = sim.truth()["cases"]
@@ -109,41 +111,3 @@ def test_retriggers_a_storm_failed_are_void_not_clean_runs(engine) -> None:
         assert evidence["history"]["n"] == evidence["runs_counted"] - 1
         assert evidence["runs_counted"] + len(evidence["void"]) <= evidence["runs_existing"]
     assert all(e["history"]["n"] == 0 for e in stormed)
-
-
-def test_a_regression_on_every_configuration_is_retriggered_on_one_and_confirmed_on_all(
-    engine,
-) -> None:
-    """Cases of one push failing the same line on several configurations: the first asks
-    for retriggers, the others wait for them, and its reproduction confirms them all."""
-    data = yaml.safe_load(TINY.read_text())
-    data.update(infra_failure_rate=0.0, classified_fraction=0.0)
-    data["flakiness"]["fraction_flaky"] = 0.0
-    linux = [("linux1804-64-qr", "opt"), ("linux1804-64-qr", "debug"), ("linux2404-64", "opt")]
-    data["platforms"] = [
-        {"platform": p, "collection": c, "task_queue_id": "gecko-t/t-linux-large-gcp"}
-        for p, c in linux
-    ]
-    with SimServer(parse_scenario(data), port=0) as sim:
-        triage = make_triage(engine, sim, policy="history")
-        drive(triage, sim)
-        truth = sim.truth()["cases"]
-    with engine.connect() as conn:
-        cases = conn.execute(
-            sa.select(
-                job.c.task_id,
-                triage_case.c.verdict,
-                triage_case.c.retriggers_requested,
-                triage_case.c.rule,
-            ).join(job, job.c.id == triage_case.c.job_id)
-        ).all()
-    regressed = [c for c in cases if truth[c.task_id]["truth"] == "regression"]
-    first_push = min(truth[c.task_id]["push_index"] for c in regressed)
-    together = [c for c in regressed if truth[c.task_id]["push_index"] == first_push]
-    assert len(together) == 3 and all(c.verdict == "regression" for c in together)
-    # Fewer retriggers than cases: each case asking for its own would take one at least.
-    assert sum(c.retriggers_requested for c in together) < len(together)
-    confirmed = [c for c in together if c.retriggers_requested == 0]
-    assert confirmed and all(
-        "of other tasks of this push reproduced it" in c.rule for c in confirmed
-    )

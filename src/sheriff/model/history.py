@@ -445,9 +445,6 @@ class LineHistory:
 
     earlier: tuple[EarlierRuns, ...] = ()
     open_bug: bool = False
-    # Retriggers of this push's other tasks (other configurations) that showed the line:
-    # the failure reproduced on this push, if not on this task.
-    reproduced_elsewhere: int = 0
 
 
 @dataclass(frozen=True)
@@ -463,8 +460,6 @@ class CaseHistory:
     # Per failure line of the original, when the store gathered them: each line is judged
     # on its own retriggers and its own test's past (`HistoryPolicy.decide`).
     lines: Mapping[str, LineHistory] = field(default_factory=dict)
-    # The speaking line's `LineHistory.reproduced_elsewhere` (`judged_by`).
-    reproduced_elsewhere: int = 0
 
     def judged_by(self, line: str) -> CaseHistory:
         """This history as the one line `line` tells it."""
@@ -475,7 +470,6 @@ class CaseHistory:
             features={**self.features, "open_bug": own.open_bug},
             facts=facts,
             earlier=own.earlier,
-            reproduced_elsewhere=own.reproduced_elsewhere,
         )
 
 
@@ -764,24 +758,7 @@ class HistoryPolicy:
         # before, looks like a regression to history alone, yet flaky tests do that too.
         # At the cap the model weighs everything: a test failing on most pushes since one
         # stays a regression even when five retriggers were lucky.
-        # A retrigger of another task of this push (another configuration) that showed the
-        # line confirms it too (the same failure, reproduced on the same push), where
-        # history saw the test pass before it began failing and one clean retrigger here
-        # would still leave P at `upper` or above. A test flaking on every configuration
-        # of every push since the first sheriff saw (world 20261234-17) reproduces on a
-        # sibling as often as a regression does: confirmed by siblings alone, 11 of its
-        # cases were false regressions at P 0.98-0.99, and their verdicts, fed to the
-        # fit, made more (15 -> 22, then 27 with the margin on P alone).
-        elsewhere = history.reproduced_elsewhere
-        confirmed = k >= 1 or (
-            elsewhere >= 1
-            and passed_before_failing(earlier)
-            and priors.posterior(history.features, k=k, n=n + 1, earlier=earlier) >= self.upper
-        )
-        if elsewhere:
-            why += (
-                f", and {_plural(elsewhere, 'retrigger')} of other tasks of this push reproduced it"
-            )
+        confirmed = k >= 1
         # At the cap, without a reproduction here, only a line that showed on earlier pushes
         # too makes a regression: a failure of several configurations of one push, clean
         # before and not reproduced, is what a flaky test with a high rate does.
@@ -874,24 +851,6 @@ class HistoryPolicy:
                 verdict=Verdict.INTERMITTENT,
                 p=p,
                 extra={"out_of_reach": True},
-            )
-        tried = history.facts.get("line") in evidence.tried_elsewhere
-        if tried and not evidence.retriggers and not past_cap and passed_before_failing(earlier):
-            # Another task of this push (another configuration) is retriggering the same
-            # line: its runs answer first whether the failure repeats here, and a
-            # reproduction there may confirm this case too (`confirmed` above; where the
-            # failure goes back as far as history does, it cannot, and the case asks). A
-            # regression failing on many configurations of one push retriggered each of
-            # them: 644 of 3,874 retriggers on development seed 20261234's first 12
-            # worlds went to cases whose sibling had already been asked.
-            return self._decision(
-                DecisionKind.WAIT,
-                f"{why}; waiting for another task of this push retriggering the same line",
-                facts,
-                history,
-                k,
-                n,
-                p=p,
             )
         wave = self.wave(priors, history.features, k, n, room, evidence.min_reproductions, earlier)
         withheld = ""
@@ -1209,20 +1168,6 @@ def failed_before(earlier: Sequence[EarlierRuns]) -> tuple[int, int]:
     past = [e for e in earlier if e.ago >= 1]
     shown = sum(e.shown + e.other_shown for e in past)
     return shown, sum(e.runs + e.other_runs for e in past)
-
-
-def passed_before_failing(earlier: Sequence[EarlierRuns]) -> bool:
-    """Whether the test ran clean on a push before the first earlier push where it showed
-    the line: the failure began within what history saw, rather than as far back as it
-    goes (where a flake and a regression look the same)."""
-    for e in earlier:
-        if e.ago < 1:
-            continue
-        if e.shown or e.other_shown:
-            return False
-        if e.runs or e.other_runs:
-            return True
-    return False
 
 
 def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:

@@ -230,9 +230,6 @@ class CaseEvidence:
     # Prior evidence from the store (sheriff.model.history.CaseHistory) for policies that
     # declare `needs_history`; the others ignore it.
     history: Any = None
-    # Failure lines that a case of another task on the same push is retriggering now
-    # (`triage.cases.advance_push`): `history` waits for those runs before asking its own.
-    tried_elsewhere: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.runs_wanted < 1:

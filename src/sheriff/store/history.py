@@ -8,7 +8,6 @@ cases. Nothing comes from scenario files or the simulator's truth.
 from __future__ import annotations
 
 import posixpath
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -392,8 +391,6 @@ class PushHistory:
             line: self._earlier_runs(config, line, original["id"], original["job_type_id"])
             for line in lines
         }
-        task = (original["job_type_id"], *config)
-        elsewhere = {line: self._reproduced_elsewhere(line, task) for line in lines}
         # Without per-line judging (a policy reading `earlier` alone), the line whose test
         # failed most lately speaks for the case.
         worst = max(lines, key=lambda line: sum(e.shown + e.other_shown for e in earlier[line]))
@@ -419,7 +416,6 @@ class PushHistory:
                     # Pushes before the window read because a regression record of the
                     # test, open at this push, began before it (`_reach`).
                     "pushes_before_the_window": len(self.reach.get(failing_test(line) or "", ())),
-                    "reproduced_on_other_configurations": elsewhere[line],
                 }
                 for line in lines
             ],
@@ -430,25 +426,8 @@ class PushHistory:
             priors=self.priors,
             facts=facts,
             earlier=tuple(earlier[worst]),
-            lines={
-                line: LineHistory(tuple(earlier[line]), bool(bugs.get(line)), elsewhere[line])
-                for line in lines
-            },
+            lines={line: LineHistory(tuple(earlier[line]), bool(bugs.get(line))) for line in lines},
         )
-
-    def _reproduced_elsewhere(self, line: str, task: tuple[int, int, str]) -> int:
-        """Runs of this push's other tasks (labels) that reproduced `line`: every failed
-        run of a label beyond its first that showed the line. A second run of a label is a
-        retrigger (or a rerun), so the line failing there again is a reproduction on this
-        push, whichever configuration ran it; two originals failing together are not (a
-        flaky test with a high rate does that)."""
-        shown = Counter(
-            (r["job_type_id"], r["machine_platform_id"], r["option_collection"])
-            for r in self.failed
-            if r["push_id"] == self.push_id and line in r["lines"]
-        )
-        shown.pop(task, None)  # the case's own retriggers are its own tally
-        return sum(count - 1 for count in shown.values())
 
     def _earlier_runs(
         self, config: tuple[int, str], line: str, original: int, original_type: int
@@ -622,7 +601,6 @@ _FAILED_RUNS = (
         job.c.push_id,
         job.c.machine_platform_id,
         job.c.option_collection,
-        job.c.job_type_id,
         run_observation.c.failure_lines,
         run_observation.c.raw_failure_lines,
     )

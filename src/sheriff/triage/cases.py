@@ -35,7 +35,6 @@ from sheriff.model.errorsummary import FailureKind, StructuredFailure
 from sheriff.model.failure_lines import crash_lines
 from sheriff.model.policy import (
     CaseEvidence,
-    Decision,
     DecisionKind,
     Policy,
     RunEvidence,
@@ -249,12 +248,6 @@ def advance_push(
         from sheriff.store.history import PassCache, PushHistory
 
         history = PushHistory(conn, push_id, cache=history_cache or PassCache())
-    # Failure line → the labels whose cases are retriggering it (asked this pass, or runs
-    # still to come). The cases that asked for runs before go first, so a case that would
-    # ask for the same line waits for theirs (`CaseEvidence.tried_elsewhere`), not the
-    # other way round.
-    trying: dict[str, set[str]] = defaultdict(set)
-    cases.sort(key=lambda c: (c["retriggers_requested"] == 0, c["id"]))
     for case in cases:
         original = by_job.get(case["job_id"]) or dict(
             conn.execute(sa.select(job).where(job.c.id == case["job_id"])).mappings().one()
@@ -323,14 +316,8 @@ def advance_push(
             runs_most=runs_most,
             min_reproductions=min_reproductions,
             history=history.case(original, o) if history is not None else None,
-            tried_elsewhere=frozenset(
-                line for line, labels in trying.items() if labels - {case["label"]}
-            ),
         )
         decision = policy.decide(evidence)
-        line = ((decision.details or {}).get("facts") or {}).get("line")
-        if line and _runs_out(decision, evidence):
-            trying[line].add(case["label"])
         spent = None
         if decision.kind is DecisionKind.RETRIGGER and budgets:
             spent = tightest(tuple(b.spend(sum(plan.retriggers.values())) for b in budgets))
@@ -407,15 +394,6 @@ def advance_push(
             now=now,
         )
     return plan
-
-
-def _runs_out(decision: Decision, evidence: CaseEvidence) -> bool:
-    """The case asks for runs now, or waits for runs it asked for."""
-    if decision.kind is DecisionKind.RETRIGGER:
-        return decision.retriggers > 0
-    return decision.kind is DecisionKind.WAIT and (
-        evidence.requested_not_visible > 0 or any(not r.settled for r in evidence.retriggers)
-    )
 
 
 def _decide(
