@@ -597,7 +597,7 @@ def test_at_the_cap_no_reproduction_and_nothing_before_is_no_regression() -> Non
 def test_an_unparsed_original_is_compared_by_its_errorsummarys_tests() -> None:
     """Treeherder could not parse the original's log: the errorsummary's failing tests
     stand in for its lines, retriggers whose lines name them reproduce it, and without
-    history to weigh the seed rule decides on every run."""
+    history to weigh the seed rule's count decides, staged."""
     from sheriff.model.errorsummary import FailureKind, StructuredFailure
 
     unparsed = RunEvidence(
@@ -610,10 +610,12 @@ def test_an_unparsed_original_is_compared_by_its_errorsummarys_tests() -> None:
         ),
     )
     first = POLICY.decide(CaseEvidence(unparsed, history=NEUTRAL))
-    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
-    again = [done("r1", A), done("r2", A), *(done(f"r{i}") for i in range(3, 6))]
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 2
+    again = [done("r1", A), done("r2", A)]
     decision = POLICY.decide(CaseEvidence(unparsed, tuple(again), history=NEUTRAL))
     assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 2
+    decision = POLICY.decide(CaseEvidence(unparsed, (done("r1", OTHER), done("r2", A))))
+    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 1
     clean = [done("r1", OTHER), done("r2", A), *(done(f"r{i}") for i in range(3, 6))]
     decision = POLICY.decide(CaseEvidence(unparsed, tuple(clean), history=NEUTRAL))
     assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 1
@@ -636,15 +638,30 @@ def crashed(task_id: str, *crashes: str) -> RunEvidence:
 def test_a_crash_between_tests_is_compared_by_its_crash_line() -> None:
     """An original whose only failure line is a PROCESS-CRASH line (it names no test):
     under `history` retriggers with the same normalised crash line reproduce it and the
-    seed rule's count decides on every run, saying so; `seed` never compares crash lines."""
+    seed rule's count decides, saying so: staged, as in `seed-staged` (waves just large
+    enough that the verdict could be due, decided once the runs left cannot change it);
+    `seed` never compares crash lines."""
     original = crashed("orig", CRASH)
     first = POLICY.decide(CaseEvidence(original, history=NEUTRAL))
-    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
-    two = [crashed("r1", CRASH), crashed("r2", CRASH), *(crashed(f"r{i}") for i in range(3, 6))]
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 2
+    two = [crashed("r1", CRASH), crashed("r2", CRASH)]
     decision = POLICY.decide(CaseEvidence(original, tuple(two), history=NEUTRAL))
     assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 2
     assert "PROCESS-CRASH" in decision.reason and "same signature" in decision.reason
+    assert "3 more runs could not change it" in decision.reason
     assert decision.to_dict()["history"]["crash_lines"] == [CRASH]
+    # While a run is in flight, no new wave; then one more, as one could make it due.
+    half = [crashed("r1", CRASH), crashed("r2"), pending("r3")]
+    decision = POLICY.decide(CaseEvidence(original, tuple(half), history=NEUTRAL))
+    assert decision.kind is DecisionKind.WAIT
+    decision = POLICY.decide(CaseEvidence(original, tuple(half[:2]), history=NEUTRAL))
+    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 1
+    # No crash in four: the run in flight cannot make two; it is cancelled.
+    clean = [*(crashed(f"r{i}") for i in range(1, 5)), pending("r5")]
+    decision = POLICY.decide(CaseEvidence(original, tuple(clean), history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
+    assert decision.cancel == ("r5",)
+    two = [*two, *(crashed(f"r{i}") for i in range(3, 6))]
     # Another signature is another crash: one reproduction is not a regression.
     one = [
         crashed("r1", CRASH),

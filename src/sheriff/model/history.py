@@ -615,8 +615,10 @@ class HistoryPolicy:
         "A PROCESS-CRASH "
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
-        "crash line: alone it decides the case, beside test lines whenever they do not make "
-        "it a regression; an original without any failure line is intermittent. A case that "
+        "crash line: alone it decides the case, staged as in seed-staged, beside test lines "
+        "whenever they do not make it a regression, on every run; an unparsed original's "
+        "errorsummary tests are counted alike, staged; an original without any failure "
+        "line is intermittent. A case that "
         "no outcome of its runs left could make a regression is intermittent at once (its "
         "tally then teaches the fitted rates nothing)."
     )
@@ -682,14 +684,14 @@ class HistoryPolicy:
         # Treeherder could not parse the original's log (it happens): its errorsummary still
         # says which tests failed (SPEC §3's second source), and a retrigger whose failure
         # lines name one reproduces. Without lines there is no history to weigh: the seed
-        # rule decides, on every run.
+        # rule's count decides, staged (`_by_seed_count`).
         failed_tests = _errorsummary_tests(evidence) if not tally.lines else frozenset()
         if failed_tests:
             return self._by_errorsummary(evidence, failed_tests, facts, history, n, in_flight)
         # A PROCESS-CRASH line that none of the original's TEST-UNEXPECTED lines accounts
         # for (a crash between tests names no test): the same crash signature in the
-        # retriggers reproduces it, and the seed rule's count on those lines decides, on
-        # every run. Alone, it decides the case.
+        # retriggers reproduces it, and the seed rule's count on those lines decides.
+        # Alone, it decides the case, staged.
         crashes = _unaccounted_crashes(evidence, tally)
         if crashes and not tally.lines:
             return self._by_crash_lines(evidence, crashes, facts, history, n, in_flight)
@@ -976,7 +978,7 @@ class HistoryPolicy:
             f"the original's log is unparsed: {k} of {_plural(n, 'retrigger')} showed a test "
             "its errorsummary failed"
         )
-        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight)
+        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight, alone=True)
 
     def _by_crash_lines(
         self,
@@ -1004,7 +1006,9 @@ class HistoryPolicy:
         why = f"{said}: {k} of {_plural(n, 'retrigger')} crashed with the same signature"
         if beside:
             why = f"{why}; its failure lines: {beside}"
-        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight, crashes=crashes)
+        return self._by_seed_count(
+            evidence, k, why, facts, history, n, in_flight, crashes=crashes, alone=not beside
+        )
 
     def _by_seed_count(
         self,
@@ -1016,13 +1020,32 @@ class HistoryPolicy:
         n: int,
         in_flight: int,
         crashes: tuple[str, ...] = (),
+        alone: bool = False,
     ) -> Decision:
-        """A second source decides by the seed rule's count on every run: without a
-        TEST-UNEXPECTED line there is no test history to weigh."""
+        """A second source decides by the seed rule's count: without a TEST-UNEXPECTED
+        line there is no test history to weigh.
+
+        `alone` (the count decides the case by itself): the count is staged, as in
+        `seed-staged`. It is decided once min_reproductions retriggers reproduced, or once
+        the runs still to come could no longer bring it there, and while none is in flight
+        the next wave is just enough that the verdict could be due. The verdict is the one
+        the same runs would give at runs_wanted; asked for all at once, a crash that
+        reproduced 5 of 5 spent 3 retriggers it did not need (1,165 retriggers, 8 % of
+        all, went to 233 crash-only cases on seed 20261239). Beside test lines, runs are
+        asked for all at once: the lines' own verdict may still be coming."""
         p = history.priors.posterior({}, k=k, n=n)
         extra = {"crash_lines": list(crashes)} if crashes else {}
-        if evidence.runs_missing:
-            missing = evidence.runs_missing
+        needed = evidence.min_reproductions
+        missing = evidence.runs_missing
+        if alone and (k >= needed or k + in_flight + missing < needed):
+            left = in_flight + missing
+            due = f"; {_plural(left, 'more run')} could not change it" if left else ""
+            return self._verdict_by_count(evidence, k, why + due, facts, history, n, p, extra)
+        if alone and in_flight:
+            missing = 0
+        elif alone:
+            missing = min(missing, needed - k)
+        if missing:
             reason = f"{why}; asking for {_plural(missing, 'more run')} (the seed rule)"
             kind = DecisionKind.RETRIGGER
             return self._decision(
@@ -1031,6 +1054,19 @@ class HistoryPolicy:
         if in_flight:
             reason = f"{why}; waiting for {_plural(in_flight, 'run')} in flight"
             return self._decision(DecisionKind.WAIT, reason, facts, history, k, n, p=p, extra=extra)
+        return self._verdict_by_count(evidence, k, why, facts, history, n, p, extra)
+
+    def _verdict_by_count(
+        self,
+        evidence: CaseEvidence,
+        k: int,
+        why: str,
+        facts: Any,
+        history: CaseHistory,
+        n: int,
+        p: float,
+        extra: Mapping[str, Any],
+    ) -> Decision:
         regression = k >= evidence.min_reproductions
         return self._decision(
             DecisionKind.VERDICT,
@@ -1041,6 +1077,7 @@ class HistoryPolicy:
             n,
             verdict=Verdict.REGRESSION if regression else Verdict.INTERMITTENT,
             p=p,
+            cancel=_cancellable(evidence.retriggers),
             extra=extra,
         )
 
