@@ -679,10 +679,16 @@ def test_a_crash_between_tests_beside_a_test_failure_is_judged_on_its_own() -> N
     """A crash that no TEST-UNEXPECTED line of the original accounts for is judged by its
     crash line whenever the test lines do not make the case a regression: a crash
     regression fails in runs where another test flakes. A crash of a test that one of the
-    lines names is that line's failure: the lines decide, as before."""
+    lines names is that line's failure: the lines decide, as before. The crash's count is
+    staged: its waves are the lines' waves or just enough to make it due, if larger."""
+
+    def lines_alone(*runs: RunEvidence) -> Decision:
+        return POLICY.decide(CaseEvidence(ORIGINAL, runs, history=NEUTRAL))
+
     original = replace(ORIGINAL, crash_lines=(CRASH,))
     first = POLICY.decide(CaseEvidence(original, history=NEUTRAL))
-    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 5
+    assert lines_alone().kind is DecisionKind.RETRIGGER and lines_alone().retriggers == 3
+    assert first.kind is DecisionKind.RETRIGGER and first.retriggers == 3
     crashing = [
         replace(done(f"r{i}"), result="testfailed", crash_lines=(CRASH,)) for i in range(1, 6)
     ]
@@ -691,12 +697,24 @@ def test_a_crash_between_tests_beside_a_test_failure_is_judged_on_its_own() -> N
     assert "none of its failure lines accounts for it" in decision.reason
     assert "its failure lines: P(regression)" in decision.reason
     assert regression_lines(decision.to_dict()) == [CRASH]
-    # Neither the test line nor the crash came back: intermittent, on every run.
+    # Two crashes are a regression whatever the lines and the runs in flight would say.
+    early = (*crashing[:2], pending("r3"))
+    decision = POLICY.decide(CaseEvidence(original, early, history=NEUTRAL))
+    assert decision.verdict is Verdict.REGRESSION and decision.details["k"] == 2
+    assert decision.cancel == ("r3",)
+    # Neither the test line nor the crash came back: intermittent.
     clean = [done(f"r{i}") for i in range(1, 6)]
     decision = POLICY.decide(CaseEvidence(original, tuple(clean[:2]), history=NEUTRAL))
     assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 3
+    assert lines_alone(*clean[:2]).retriggers == 3
     decision = POLICY.decide(CaseEvidence(original, tuple(clean), history=NEUTRAL))
     assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
+    # Once the crash can no longer make a regression, lines still to decide go on alone.
+    flaky = [done("r1", A), done("r2", A), done("r3"), done("r4", A)]
+    alone = lines_alone(*flaky)
+    assert alone.kind is not DecisionKind.VERDICT
+    decision = POLICY.decide(CaseEvidence(original, tuple(flaky), history=NEUTRAL))
+    assert (decision.kind, decision.reason) == (alone.kind, alone.reason)
     # The crash of the failing test itself (xpcshell names it `manifest:test`).
     own = "PROCESS-CRASH | application crashed [@ mozilla::dom::Foo::Bar + <ptr>] | "
     for crash in (own + "dom/a/test_a.html", own + "xpcshell.toml:dom/a/test_a.html"):

@@ -615,10 +615,10 @@ class HistoryPolicy:
         "A PROCESS-CRASH "
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
-        "crash line: alone it decides the case, staged as in seed-staged, beside test lines "
-        "whenever they do not make it a regression, on every run; an unparsed original's "
-        "errorsummary tests are counted alike, staged; an original without any failure "
-        "line is intermittent. A case that "
+        "crash line, staged as in seed-staged (waves as large as the test lines' waves, "
+        "if any): alone it decides the case, beside test lines whenever they do not make "
+        "it a regression; an unparsed original's errorsummary tests are counted alike; "
+        "an original without any failure line is intermittent. A case that "
         "no outcome of its runs left could make a regression is intermittent at once (its "
         "tally then teaches the fitted rates nothing)."
     )
@@ -716,7 +716,7 @@ class HistoryPolicy:
             # failing 68 % of runs were called intermittent (world 20261220-19; 31 cases
             # of 7 worlds of that seed).
             return self._by_crash_lines(
-                evidence, crashes, facts, history, n, in_flight, beside=decision.reason
+                evidence, crashes, facts, history, n, in_flight, beside=decision
             )
         return decision
 
@@ -978,7 +978,7 @@ class HistoryPolicy:
             f"the original's log is unparsed: {k} of {_plural(n, 'retrigger')} showed a test "
             "its errorsummary failed"
         )
-        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight, alone=True)
+        return self._by_seed_count(evidence, k, why, facts, history, n, in_flight)
 
     def _by_crash_lines(
         self,
@@ -988,9 +988,9 @@ class HistoryPolicy:
         history: CaseHistory,
         n: int,
         in_flight: int,
-        beside: str = "",
+        beside: Decision | None = None,
     ) -> Decision:
-        """`beside`: what the original's TEST-UNEXPECTED lines said (none: no such line)."""
+        """`beside`: what the original's TEST-UNEXPECTED lines decided (none: no such line)."""
         wanted = set(crashes)
         k = sum(
             1
@@ -1005,9 +1005,9 @@ class HistoryPolicy:
         )
         why = f"{said}: {k} of {_plural(n, 'retrigger')} crashed with the same signature"
         if beside:
-            why = f"{why}; its failure lines: {beside}"
+            why = f"{why}; its failure lines: {beside.reason}"
         return self._by_seed_count(
-            evidence, k, why, facts, history, n, in_flight, crashes=crashes, alone=not beside
+            evidence, k, why, facts, history, n, in_flight, crashes=crashes, lines=beside
         )
 
     def _by_seed_count(
@@ -1020,41 +1020,44 @@ class HistoryPolicy:
         n: int,
         in_flight: int,
         crashes: tuple[str, ...] = (),
-        alone: bool = False,
+        lines: Decision | None = None,
     ) -> Decision:
-        """A second source decides by the seed rule's count: without a TEST-UNEXPECTED
-        line there is no test history to weigh.
+        """A second source decides by the seed rule's count, staged as in `seed-staged`:
+        without a TEST-UNEXPECTED line there is no test history to weigh.
 
-        `alone` (the count decides the case by itself): the count is staged, as in
-        `seed-staged`. It is decided once min_reproductions retriggers reproduced, or once
-        the runs still to come could no longer bring it there, and while none is in flight
-        the next wave is just enough that the verdict could be due. The verdict is the one
-        the same runs would give at runs_wanted; asked for all at once, a crash that
-        reproduced 5 of 5 spent 3 retriggers it did not need (1,165 retriggers, 8 % of
-        all, went to 233 crash-only cases on seed 20261239). Beside test lines, runs are
-        asked for all at once: the lines' own verdict may still be coming."""
+        The count is decided once min_reproductions retriggers reproduced, or once the runs
+        still to come could no longer bring it there, and while none is in flight the next
+        wave is just enough that the verdict could be due. The verdict is the one the same
+        runs would give at runs_wanted; asked for all at once, a crash that reproduced 5 of
+        5 spent 3 retriggers it did not need (1,165 retriggers, 8 % of all, went to 233
+        crash-only cases on seed 20261239).
+
+        `lines`: what the original's TEST-UNEXPECTED lines decided, when the count judges a
+        crash beside them (they did not make the case a regression). A wave is then as
+        large as theirs, if larger, and while they are still to decide and the crash can no
+        longer make a regression, their decision stands."""
         p = history.priors.posterior({}, k=k, n=n)
         extra = {"crash_lines": list(crashes)} if crashes else {}
         needed = evidence.min_reproductions
-        missing = evidence.runs_missing
-        if alone and (k >= needed or k + in_flight + missing < needed):
-            left = in_flight + missing
+        left = in_flight + evidence.runs_missing
+        settled = lines is None or lines.kind is DecisionKind.VERDICT
+        if k >= needed or (k + left < needed and settled):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
             return self._verdict_by_count(evidence, k, why + due, facts, history, n, p, extra)
-        if alone and in_flight:
-            missing = 0
-        elif alone:
-            missing = min(missing, needed - k)
-        if missing:
-            reason = f"{why}; asking for {_plural(missing, 'more run')} (the seed rule)"
-            kind = DecisionKind.RETRIGGER
-            return self._decision(
-                kind, reason, facts, history, k, n, p=p, retriggers=missing, extra=extra
-            )
+        if lines is not None and k + left < needed:
+            return lines
         if in_flight:
             reason = f"{why}; waiting for {_plural(in_flight, 'run')} in flight"
             return self._decision(DecisionKind.WAIT, reason, facts, history, k, n, p=p, extra=extra)
-        return self._verdict_by_count(evidence, k, why, facts, history, n, p, extra)
+        wave = needed - k
+        if lines is not None and lines.kind is DecisionKind.RETRIGGER:
+            wave = max(wave, lines.retriggers)
+        missing = min(wave, evidence.runs_missing)
+        reason = f"{why}; asking for {_plural(missing, 'more run')} (the seed rule)"
+        kind = DecisionKind.RETRIGGER
+        return self._decision(
+            kind, reason, facts, history, k, n, p=p, retriggers=missing, extra=extra
+        )
 
     def _verdict_by_count(
         self,
