@@ -1043,7 +1043,18 @@ class HistoryPolicy:
         settled = lines is None or lines.kind is DecisionKind.VERDICT
         if k >= needed or (k + left < needed and settled):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
-            return self._verdict_by_count(evidence, k, why + due, facts, history, n, p, extra)
+            return self._decision(
+                DecisionKind.VERDICT,
+                f"{why}{due} ({needed} needed for a regression, the seed rule)",
+                facts,
+                history,
+                k,
+                n,
+                verdict=Verdict.REGRESSION if k >= needed else Verdict.INTERMITTENT,
+                p=p,
+                cancel=_cancellable(evidence.retriggers),
+                extra=extra,
+            )
         if lines is not None and k + left < needed:
             return lines
         if in_flight:
@@ -1057,31 +1068,6 @@ class HistoryPolicy:
         kind = DecisionKind.RETRIGGER
         return self._decision(
             kind, reason, facts, history, k, n, p=p, retriggers=missing, extra=extra
-        )
-
-    def _verdict_by_count(
-        self,
-        evidence: CaseEvidence,
-        k: int,
-        why: str,
-        facts: Any,
-        history: CaseHistory,
-        n: int,
-        p: float,
-        extra: Mapping[str, Any],
-    ) -> Decision:
-        regression = k >= evidence.min_reproductions
-        return self._decision(
-            DecisionKind.VERDICT,
-            f"{why} ({evidence.min_reproductions} needed for a regression, the seed rule)",
-            facts,
-            history,
-            k,
-            n,
-            verdict=Verdict.REGRESSION if regression else Verdict.INTERMITTENT,
-            p=p,
-            cancel=_cancellable(evidence.retriggers),
-            extra=extra,
         )
 
     def wave(
