@@ -43,6 +43,7 @@ from sheriff.model.policy import (
     _evidence,
     _plural,
     _tally,
+    count_decided,
     register_policy,
 )
 
@@ -1004,7 +1005,7 @@ class HistoryPolicy:
             else f"the original's only failure lines are PROCESS-CRASH lines ({shown})"
         )
         why = f"{said}: {k} of {_plural(n, 'retrigger')} crashed with the same signature"
-        if beside:
+        if beside is not None:
             why = f"{why}; its failure lines: {beside.reason}"
         return self._by_seed_count(
             evidence, k, why, facts, history, n, in_flight, crashes=crashes, lines=beside
@@ -1040,8 +1041,9 @@ class HistoryPolicy:
         extra = {"crash_lines": list(crashes)} if crashes else {}
         needed = evidence.min_reproductions
         left = in_flight + evidence.runs_missing
-        settled = lines is None or lines.kind is DecisionKind.VERDICT
-        if k >= needed or (k + left < needed and settled):
+        decided = count_decided(k, left, needed)
+        lines_deciding = lines is not None and lines.kind is not DecisionKind.VERDICT
+        if decided and (k >= needed or not lines_deciding):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
             return self._decision(
                 DecisionKind.VERDICT,
@@ -1055,7 +1057,8 @@ class HistoryPolicy:
                 cancel=_cancellable(evidence.retriggers),
                 extra=extra,
             )
-        if lines is not None and k + left < needed:
+        if decided and lines is not None:
+            # The crash can no longer make a regression: the lines, still deciding, go on.
             return lines
         if in_flight:
             reason = f"{why}; waiting for {_plural(in_flight, 'run')} in flight"

@@ -550,9 +550,7 @@ class SeedEarlyPolicy:
         found = len(tally.reproducing)
         if tally.original_ready:
             can_still_come = in_flight + evidence.runs_missing if tally.lines else 0
-            if found >= evidence.min_reproductions or found + can_still_come < (
-                evidence.min_reproductions
-            ):
+            if count_decided(found, can_still_come, evidence.min_reproductions):
                 why = "" if not can_still_come else f"; {can_still_come} more could not change it"
                 return _verdict(self, evidence, tally, why, _cancellable(evidence.retriggers))
         if not self.staged:
@@ -575,6 +573,12 @@ class SeedStagedPolicy(SeedEarlyPolicy):
         "the verdict regression (min_reproductions minus those seen), never beyond "
         "runs_wanted.",
     )
+
+
+def count_decided(found: int, can_still_come: int, needed: int) -> bool:
+    """Whether the seed rule's count is settled: `needed` reproductions found, or the
+    runs still to come could no longer bring it there."""
+    return found >= needed or found + can_still_come < needed
 
 
 def _cancellable(runs: Iterable[RunEvidence]) -> tuple[str, ...]:
