@@ -37,23 +37,24 @@ POSTGRES_URL = os.environ.get(
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(
-    config: pytest.Config, items: list[pytest.Item]
-) -> Iterator[None]:
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest 9.2 no longer reads the test ids by which pytest-xdist 3.8 groups tests: the
+    # broker tests below would run side by side and fail now and then. Say so instead.
+    if config.getoption("dist", "no") == "loadgroup" and pytest.version_tuple >= (9, 2):
+        raise pytest.UsageError(
+            "pytest-xdist cannot keep the RabbitMQ tests on one worker under pytest "
+            f"{pytest.__version__}: pip install 'pytest<9.2' (pyproject.toml pins it)"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that talk to RabbitMQ run one after another on one pytest-xdist worker:
     every simulator publishes Pulse to the same exchanges on one vhost, so two plays at
     once would hear each other's messages (tests/service/conftest.py)."""
     for item in items:
         if item.get_closest_marker("rabbitmq") or item.path.is_relative_to(ROOT / "tests/service"):
             item.add_marker(pytest.mark.xdist_group("broker"))
-    yield  # pytest-xdist's own hook marks each grouped test's id with its group
-    if getattr(config.option, "loadgroup", False) and any(
-        "@" not in item.nodeid for item in items if item.get_closest_marker("xdist_group")
-    ):
-        # pytest 9.2 no longer reads the id pytest-xdist 3.8 sets: the broker tests would
-        # run side by side and fail now and then. Say so once instead.
-        raise pytest.UsageError("pytest-xdist cannot group tests under this pytest: pin pytest<9.2")
 
 
 @pytest.fixture(scope="session")
