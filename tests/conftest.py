@@ -53,15 +53,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     every simulator publishes Pulse to the same exchanges on one vhost, so two plays at
     once would hear each other's messages (tests/service/conftest.py). They go first: one
     after another they take minutes, and begun last they were the whole run's tail."""
-    broker = [
-        item
+    broker = {
+        item.nodeid
         for item in items
         if item.get_closest_marker("rabbitmq") or item.path.is_relative_to(ROOT / "tests/service")
-    ]
-    for item in broker:
-        item.add_marker(pytest.mark.xdist_group("broker"))
-    ids = {id(item) for item in broker}
-    items[:] = broker + [item for item in items if id(item) not in ids]
+    }
+    for item in items:
+        if item.nodeid in broker:
+            item.add_marker(pytest.mark.xdist_group("broker"))
+    items.sort(key=lambda item: item.nodeid not in broker)  # stable: the rest keep their order
 
 
 @pytest.fixture(scope="session")

@@ -45,9 +45,9 @@ def test_a_page_asked_again_is_the_same_answer_from_memory(world, serve, engine)
 
 def test_a_write_by_another_connection_is_seen_at_once(world, serve, engine) -> None:
     client = serve()
-    before = _asked_twice_unchanged(client, engine)[1]
-    assert before.headers["x-sheriff-cache"] == "hit"
-    before = before.json()["results"]
+    held = _asked_twice_unchanged(client, engine)[1]
+    assert held.headers["x-sheriff-cache"] == "hit"
+    before = held.json()["results"]
     target = before[0]["id"]
     # Another process's write (a pass of sheriff triage): its own connection.
     with engine.begin() as conn:
