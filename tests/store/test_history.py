@@ -523,6 +523,51 @@ def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(e
     assert "runs on 11 pushes before the usual window" in _line_history(history.facts["runs"][0])
 
 
+def test_a_regression_record_began_at_its_culprit_when_that_is_earlier(engine) -> None:
+    """A record opens where a case was first called a regression; for a test that already
+    flaked that can be pushes after the regression landed, and the backfill's culprit
+    says where it began. test_a fails every run since push 5; its record opened at push
+    12 (inside the 4-push window of a case on push 15) with culprit push 5: the runs
+    from 15 pushes before the culprit are read, as for a record that opened at push 5
+    (development world 20261234-0: culprit push 10, record from push 22, 10 cases called
+    intermittent with nothing before the change read). A stopped record's explained
+    pushes run from its culprit as well."""
+    from sheriff.store.schema import regression
+
+    ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
+    _record_regression(engine, first=12, stopped=None)
+    assert history_of(engine, ids[-1], lookback=4).facts["runs"][0]["pushes_before_the_window"] == 0
+    with engine.begin() as conn:
+        conn.execute(sa.delete(regression))
+    _record_regression(engine, first=12, stopped=None, culprit=5)
+    history = history_of(engine, ids[-1], lookback=4)
+    assert history.facts["runs"][0]["pushes_before_the_window"] == 11  # pushes 0 to 10
+    assert shown(history) == (False,) * 5 + (True,) * 10
+
+    # A culprit after the record's first push (a search that named a later push) leaves
+    # the first push in charge.
+    with engine.begin() as conn:
+        conn.execute(sa.delete(regression))
+    _record_regression(engine, first=5, stopped=None, culprit=12)
+    history = history_of(engine, ids[-1], lookback=4)
+    assert history.facts["runs"][0]["pushes_before_the_window"] == 11
+
+
+def test_a_stopped_regression_is_explained_from_its_culprit(engine) -> None:
+    failing = set(range(3, 8)) | {10, 12}
+    ids = load(
+        engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
+    )
+    _record_regression(engine, first=5, stopped=8, search="culprit")
+    assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 3
+    from sheriff.store.schema import regression
+
+    with engine.begin() as conn:
+        conn.execute(sa.delete(regression))
+    _record_regression(engine, first=5, stopped=8, culprit=3, search="culprit")
+    assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
+
+
 def test_other_tests_that_began_failing_are_counted_on_the_tests_next_entry(engine) -> None:
     def fails(*names: str) -> list[str]:
         return [f"TEST-UNEXPECTED-FAIL | dom/z/test_{n}.html | x" for n in names]

@@ -269,24 +269,37 @@ class PushHistory:
         return reach
 
     def _records(self, repository_id: int) -> list[Any]:
-        """The repository's regression records (from the pass cache): tests, first push's
-        time, stop push's time (None while open), whether the first push came after the
-        first push the store knows, and whether its backfill has named no culprit. A
-        record merged into another speaks no more: the survivor, maybe still failing over
-        the same pushes, says whether it stopped."""
+        """The repository's regression records (from the pass cache): tests, the time of
+        the push where it began, stop push's time (None while open), whether it began
+        after the first push the store knows, and whether its backfill has named no
+        culprit. A record merged into another speaks no more: the survivor, maybe still
+        failing over the same pushes, says whether it stopped.
+
+        A record began at its first push, or at the culprit its backfill named when that
+        is earlier: the record opens where a case was first called a regression, which for
+        a regression of a test that already flaked can be many pushes after it landed
+        (development world 20261234-0: culprit push 10, record from push 22). Read from
+        the first push, the pushes between the culprit and it were "inside the window"
+        and none of the test's runs before the change were read (`_reach`): 10 cases of
+        that regression, failing 55 % of runs since push 10 where it flaked 11 % before,
+        were called intermittent at pushes 55 to 66 with 4 of 5 retriggers reproduced."""
         if repository_id not in self.cache.records:
-            first, stop = push.alias("first"), push.alias("stop")
+            first, stop, culprit = push.alias("first"), push.alias("stop"), push.alias("culprit")
             known_since = (
                 sa.select(sa.func.min(push.c.push_time))
                 .where(push.c.repository_id == repository_id)
                 .scalar_subquery()
             )
+            began = sa.case(
+                (culprit.c.push_time < first.c.push_time, culprit.c.push_time),
+                else_=first.c.push_time,
+            )
             self.cache.records[repository_id] = self.conn.execute(
                 sa.select(
                     regression.c.tests,
-                    first.c.push_time.label("began"),
+                    began.label("began"),
                     stop.c.push_time.label("stopped"),
-                    (first.c.push_time > known_since).label("after_first_known"),
+                    (began > known_since).label("after_first_known"),
                     # A search that has not named a culprit (ended without one, or still
                     # looking: status `failed` or `open`).
                     sa.and_(
@@ -294,6 +307,7 @@ class PushHistory:
                     ).label("no_culprit_named"),
                 )
                 .join(first, first.c.id == regression.c.first_push_id)
+                .outerjoin(culprit, culprit.c.id == regression.c.culprit_push_id)
                 .outerjoin(stop, stop.c.id == regression.c.stopped_push_id)
                 .outerjoin(backfill_report, backfill_report.c.id == regression.c.backfill_report_id)
                 .where(
