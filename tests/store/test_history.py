@@ -318,10 +318,12 @@ def _record_regression(
     last: int | None = None,
     culprit: int | None = None,
     search: str | None = None,
+    line: str = LINE,
 ) -> int:
-    """A regression record of test_a from push `first` (failing up to `last`, by default
-    the push before its stop or push 11), stopped at push `stopped`, with culprit push
-    `culprit`, its backfill report's status `search` (none without); its id."""
+    """A regression record of test_a (of `line`'s test) from push `first` (failing up to
+    `last`, by default the push before its stop or push 11), stopped at push `stopped`,
+    with culprit push `culprit`, its backfill report's status `search` (none without);
+    its id."""
     from sheriff.store.schema import backfill_report, regression, repository
 
     with engine.begin() as conn:
@@ -349,8 +351,8 @@ def _record_regression(
                 repository_id=repository_id,
                 backfill_report_id=report,
                 status="stopped" if stopped is not None else "culprit",
-                tests=["dom/a/test_a.html"],
-                failure_lines=[LINE],
+                tests=[failing_test(line)],
+                failure_lines=[line],
                 configurations=[f"{LINUX}/opt"],
                 labels=["bc1"],
                 first_push_id=ids[f"rev{first:02d}"],
@@ -566,6 +568,35 @@ def test_a_stopped_regression_is_explained_from_its_culprit(engine) -> None:
         conn.execute(sa.delete(regression))
     _record_regression(engine, first=5, stopped=8, culprit=3, search="culprit")
     assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
+
+
+def test_an_open_regression_of_a_line_that_names_no_test_is_read_from_before_it(
+    engine,
+) -> None:
+    """A timeout regression (`Last test finished | application timed out`, no test named)
+    failing the chunk since push 5: its record is read from before it by its line, as a
+    named test's is by the test (development world 20261234-9: a timeout failing 79 % of
+    runs since push 7, never fixed, called intermittent at pushes 57 to 66 with the
+    window all after it). Another line that names no test keeps its window."""
+    from sheriff.store.schema import regression
+
+    timeout = (
+        "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out after "
+        "<duration> with no output"
+    )
+    ids = load(engine, [(i, "bc1", LINUX, [A], [timeout] if i >= 5 else None) for i in range(16)])
+    _record_regression(engine, first=5, stopped=None, line=timeout)
+    history = history_of(engine, ids[-1], lookback=4)
+    assert history.facts["runs"][0]["pushes_before_the_window"] == 11  # pushes 0 to 10
+    assert shown(history) == (False,) * 5 + (True,) * 10
+
+    with engine.begin() as conn:
+        conn.execute(sa.delete(regression))
+    other = timeout.replace("timed out", "hung")
+    _record_regression(engine, first=5, stopped=None, line=other)
+    history = history_of(engine, ids[-1], lookback=4)
+    assert history.facts["runs"][0]["pushes_before_the_window"] == 0
+    assert shown(history) == (True,) * 4
 
 
 def test_other_tests_that_began_failing_are_counted_on_the_tests_next_entry(engine) -> None:

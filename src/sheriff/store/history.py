@@ -189,7 +189,8 @@ class PushHistory:
             .limit(self.lookback)
         ).all()
         self.earlier = [e.id for e in earlier]
-        # Test → pushes before the window read for it too (newest first), and all of them.
+        # Test (or line, `_reach_key`) → pushes before the window read for it too (newest
+        # first), and all of them.
         self.reach = self._reach(row.repository_id, row.push_time, earlier)
         older = max(self.reach.values(), key=len, default=[])
         self.older = [o.id for o in older]
@@ -221,10 +222,10 @@ class PushHistory:
     def _reach(
         self, repository_id: int, push_time: Any, earlier: Sequence[Any]
     ) -> dict[str, list[Any]]:
-        """Test → the pushes before the window to read for it too (rows of id and time,
-        newest first): from `BEFORE_OPEN_RECORD` pushes before the first push of a
-        regression record of the test, open at this push, that began at or before the
-        window's oldest push.
+        """Test (or a line naming none, `_reach_key`) → the pushes before the window to
+        read for it too (rows of id and time, newest first): from `BEFORE_OPEN_RECORD`
+        pushes before the first push of a regression record of the test (or line), open
+        at this push, that began at or before the window's oldest push.
 
         Inside the window a regression that has failed the test for longer than the
         window looks like a flake at the regression's rate: every run there is after its
@@ -238,14 +239,17 @@ class PushHistory:
             return {}  # the window already reaches the first push the store knows
         oldest = earlier[-1].push_time
         reach: dict[str, list[Any]] = {}
-        for tests, began, stopped, *_ in self._records(repository_id):
+        for tests, began, stopped, *_, lines in self._records(repository_id):
             if began > oldest or (stopped is not None and stopped <= push_time):
                 continue  # inside the window, or not open at this push
-            named = [t for t in tests or () if names_a_test(t)]
+            # A line that names no test (`Last test finished | application timed out`)
+            # is read by its own key (`_reach_key`): its runs are its suite chunk's.
+            named = {_reach_key(line) for line in lines or () if failing_test(line)}
+            named |= {t for t in tests or () if names_a_test(t)}
             if not named:
                 continue
-            # From the `BEFORE_OPEN_RECORD`-th push before the record's first (or the
-            # first push known, with fewer before it) up to the window: one query.
+            # From the `BEFORE_OPEN_RECORD`-th push before the one where the record began
+            # (or the first push known, with fewer before it) up to the window: one query.
             start = (
                 sa.select(push.c.push_time)
                 .where(push.c.repository_id == repository_id, push.c.push_time < began)
@@ -264,16 +268,16 @@ class PushHistory:
                 .order_by(push.c.push_time.desc())
             ).all()
             # Every range ends at the window: the longer holds the shorter.
-            for test in named:
+            for test in sorted(named):
                 reach[test] = max(reach.get(test, []), older, key=len)
         return reach
 
     def _records(self, repository_id: int) -> list[Any]:
         """The repository's regression records (from the pass cache): tests, the time of
         the push where it began, stop push's time (None while open), whether it began
-        after the first push the store knows, and whether its backfill has named no
-        culprit. A record merged into another speaks no more: the survivor, maybe still
-        failing over the same pushes, says whether it stopped.
+        after the first push the store knows, whether its backfill has named no
+        culprit, and its failure lines. A record merged into another speaks no more: the
+        survivor, maybe still failing over the same pushes, says whether it stopped.
 
         A record began at its first push, or at the culprit its backfill named when that
         is earlier: the record opens where a case was first called a regression, which for
@@ -305,6 +309,7 @@ class PushHistory:
                     sa.and_(
                         backfill_report.c.id.is_not(None), backfill_report.c.status != "culprit"
                     ).label("no_culprit_named"),
+                    regression.c.failure_lines,
                 )
                 .join(first, first.c.id == regression.c.first_push_id)
                 .outerjoin(culprit, culprit.c.id == regression.c.culprit_push_id)
@@ -348,7 +353,7 @@ class PushHistory:
         called regressions at pushes 41 and 43, while its search still ran). Without a
         search (backfills off) the record is read as before."""
         explained: dict[str, set[int]] = {}
-        for tests, began, stopped, after_first_known, unnamed in self._records(repository_id):
+        for tests, began, stopped, after_first_known, unnamed, _ in self._records(repository_id):
             if stopped is None or not after_first_known or unnamed:
                 continue
             if stopped > push_time:
@@ -429,7 +434,7 @@ class PushHistory:
                     ),
                     # Pushes before the window read because a regression record of the
                     # test, open at this push, began before it (`_reach`).
-                    "pushes_before_the_window": len(self.reach.get(failing_test(line) or "", ())),
+                    "pushes_before_the_window": len(self.reach.get(_reach_key(line), ())),
                 }
                 for line in lines
             ],
@@ -472,7 +477,7 @@ class PushHistory:
 
         out = []
         explained = self.explained.get(test or "", set())
-        older = [o.id for o in self.reach.get(test or "", ())]
+        older = [o.id for o in self.reach.get(_reach_key(line), ())]
         began: set[str] = set()  # other tests that began failing since the last entry
         for push_id in reversed([self.push_id, *self.earlier, *older]):
             began |= self.began_failing.get(push_id, frozenset()) - {test}
@@ -656,3 +661,12 @@ def _open_bugs(suggestions: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]
         for line in failure_lines_from_bug_suggestions([{"search": s.get("search") or ""}]):
             out.setdefault(line, []).extend(ids)
     return out
+
+
+def _reach_key(line: str) -> str:
+    """What `PushHistory.reach` keys a failure line's pushes before the window by: its
+    test, or the line itself when it names none (`Last test finished | application timed
+    out`: every timeout of a suite chunk shows it, and a record of one such regression
+    says nothing about another chunk's; "" for a line that is no TEST-UNEXPECTED line)."""
+    test = failing_test(line) or ""
+    return test if not test or names_a_test(test) else line
