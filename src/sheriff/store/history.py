@@ -224,8 +224,9 @@ class PushHistory:
     ) -> dict[str, list[Any]]:
         """Test (or a line naming none, `_reach_key`) → the pushes before the window to
         read for it too (rows of id and time, newest first): from `BEFORE_OPEN_RECORD`
-        pushes before the first push of a regression record of the test (or line), open
-        at this push, that began at or before the window's oldest push.
+        pushes before the push where a regression record of the test (or line) began
+        (`_records`), for a record open at this push that began at or before the window's
+        oldest push.
 
         Inside the window a regression that has failed the test for longer than the
         window looks like a flake at the regression's rate: every run there is after its
@@ -268,7 +269,7 @@ class PushHistory:
                 .order_by(push.c.push_time.desc())
             ).all()
             # Every range ends at the window: the longer holds the shorter.
-            for test in sorted(named):
+            for test in named:
                 reach[test] = max(reach.get(test, []), older, key=len)
         return reach
 
@@ -666,7 +667,8 @@ def _open_bugs(suggestions: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]
 def _reach_key(line: str) -> str:
     """What `PushHistory.reach` keys a failure line's pushes before the window by: its
     test, or the line itself when it names none (`Last test finished | application timed
-    out`: every timeout of a suite chunk shows it, and a record of one such regression
-    says nothing about another chunk's; "" for a line that is no TEST-UNEXPECTED line)."""
+    out`, whose runs are those of the case's own suite chunk, `_earlier_runs`): a record
+    of such a line is read for that line, and another line naming no test keeps its
+    window; "" for a line that is no TEST-UNEXPECTED line."""
     test = failing_test(line) or ""
     return test if not test or names_a_test(test) else line
