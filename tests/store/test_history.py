@@ -366,6 +366,14 @@ def _record_regression(
         ).inserted_primary_key[0]
 
 
+def _clear_records(engine) -> None:
+    """Every regression record gone, for a test's next record on the same runs."""
+    from sheriff.store.schema import regression
+
+    with engine.begin() as conn:
+        conn.execute(sa.delete(regression))
+
+
 def test_the_runs_of_a_stopped_regression_of_the_test_are_left_out(engine) -> None:
     """test_a failed every run from push 3 until a fix at push 8, flaked once since, and
     fails on push 12: its runs of 3 to 7 were the regression's, not its own, and under R they
@@ -404,15 +412,13 @@ def test_the_runs_of_a_stopped_regression_whose_search_named_no_culprit_are_kept
     has not found it yet: nothing shows those failures were a regression's, and most often
     they are a flaky test's called a regression (world 20261227-7). A search that named a
     culprit, or no search at all (backfills off), leaves the pushes out as before."""
-    from sheriff.store.schema import regression
 
     failing = set(range(3, 8)) | {10, 12}
     ids = load(
         engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
     )
     for search, left_out in [("failed", 0), ("open", 0), ("culprit", 5), (None, 5)]:
-        with engine.begin() as conn:
-            conn.execute(sa.delete(regression))
+        _clear_records(engine)
         _record_regression(engine, first=3, stopped=8, search=search)
         history = history_of(engine, ids[-1])
         assert history.facts["runs"][0]["pushes_of_a_stopped_regression"] == left_out, search
@@ -496,7 +502,6 @@ def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(e
     5 that nobody fixed. With a window of 4 pushes a case on push 15 sees only failures,
     what a flake failing that often shows too; with the regression's record open, the
     runs from up to 15 pushes before the record's first push are read as well."""
-    from sheriff.store.schema import regression
 
     ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
     priors = fit_priors([PastCase(p=0.01, k=0, n=2, regression=False)] * 10)
@@ -515,8 +520,7 @@ def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(e
 
     # Not open at push 15 (stopped at 14), or begun inside the window: nothing more read.
     for first, stopped in [(5, 14), (12, None)]:
-        with engine.begin() as conn:
-            conn.execute(sa.delete(regression))
+        _clear_records(engine)
         _record_regression(engine, first=first, stopped=stopped)
         later = history_of(engine, ids[-1], lookback=4)
         assert later.facts["runs"][0]["pushes_before_the_window"] == 0
@@ -532,15 +536,12 @@ def test_a_regression_record_began_at_its_culprit_when_that_is_earlier(engine) -
     12 (inside the 4-push window of a case on push 15) with culprit push 5: the runs
     from 15 pushes before the culprit are read, as for a record that opened at push 5
     (development world 20261234-0: culprit push 10, record from push 22, 10 cases called
-    intermittent with nothing before the change read). A stopped record's explained
-    pushes run from its culprit as well."""
-    from sheriff.store.schema import regression
+    intermittent with nothing before the change read)."""
 
     ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
     _record_regression(engine, first=12, stopped=None)
     assert history_of(engine, ids[-1], lookback=4).facts["runs"][0]["pushes_before_the_window"] == 0
-    with engine.begin() as conn:
-        conn.execute(sa.delete(regression))
+    _clear_records(engine)
     _record_regression(engine, first=12, stopped=None, culprit=5)
     history = history_of(engine, ids[-1], lookback=4)
     assert history.facts["runs"][0]["pushes_before_the_window"] == 11  # pushes 0 to 10
@@ -548,24 +549,22 @@ def test_a_regression_record_began_at_its_culprit_when_that_is_earlier(engine) -
 
     # A culprit after the record's first push (a search that named a later push) leaves
     # the first push in charge.
-    with engine.begin() as conn:
-        conn.execute(sa.delete(regression))
+    _clear_records(engine)
     _record_regression(engine, first=5, stopped=None, culprit=12)
     history = history_of(engine, ids[-1], lookback=4)
     assert history.facts["runs"][0]["pushes_before_the_window"] == 11
 
 
 def test_a_stopped_regression_is_explained_from_its_culprit(engine) -> None:
+    """A stopped record opened at push 5 whose culprit is push 3: the pushes it explains
+    (its runs left out of the test's) run from push 3, not 5."""
     failing = set(range(3, 8)) | {10, 12}
     ids = load(
         engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
     )
     _record_regression(engine, first=5, stopped=8, search="culprit")
     assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 3
-    from sheriff.store.schema import regression
-
-    with engine.begin() as conn:
-        conn.execute(sa.delete(regression))
+    _clear_records(engine)
     _record_regression(engine, first=5, stopped=8, culprit=3, search="culprit")
     assert history_of(engine, ids[-1]).facts["runs"][0]["pushes_of_a_stopped_regression"] == 5
 
@@ -578,7 +577,6 @@ def test_an_open_regression_of_a_line_that_names_no_test_is_read_from_before_it(
     named test's is by the test (development world 20261234-9: a timeout failing 79 % of
     runs since push 7, never fixed, called intermittent at pushes 57 to 66 with the
     window all after it). Another line that names no test keeps its window."""
-    from sheriff.store.schema import regression
 
     timeout = (
         "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out after "
@@ -590,8 +588,7 @@ def test_an_open_regression_of_a_line_that_names_no_test_is_read_from_before_it(
     assert history.facts["runs"][0]["pushes_before_the_window"] == 11  # pushes 0 to 10
     assert shown(history) == (False,) * 5 + (True,) * 10
 
-    with engine.begin() as conn:
-        conn.execute(sa.delete(regression))
+    _clear_records(engine)
     other = timeout.replace("timed out", "hung")
     _record_regression(engine, first=5, stopped=None, line=other)
     history = history_of(engine, ids[-1], lookback=4)
