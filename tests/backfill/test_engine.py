@@ -15,11 +15,13 @@ from sheriff.backfill import (
     reports,
 )
 from sheriff.backfill.reports import regression_of
+from sheriff.backfill.strategies import FlakeAware
 from sheriff.store.schema import (
     backfill_record,
     backfill_report,
     job,
     job_type,
+    push,
     run_observation,
     triage_case,
 )
@@ -623,3 +625,46 @@ def test_a_line_that_began_after_the_named_culprit_gets_a_search_of_its_own(
     assert first["culprit_revision"] == revision(11)
     assert split["culprit_revision"] == revision(13)
     assert split["cases"] == 1 and split["source"] == "regression"
+
+
+def test_a_culprit_another_search_named_weighs_in_the_next_search(
+    ci: FakeCI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push that broke one test often broke others, each searched apart (one search per
+    task): a push another report named stands out in the prior of the next search."""
+    ci.history()
+    report_id = _open(ci, strategy="flake-aware")
+    other_case = ci.regression_case(19)
+    with ci.engine.begin() as conn:
+        row = conn.execute(sa.select(backfill_report).where(backfill_report.c.id == report_id))
+        values = {k: v for k, v in row.one()._mapping.items() if k != "id"}
+        culprit_push = conn.execute(
+            sa.select(push.c.id).where(push.c.revision == revision(11))
+        ).scalar_one()
+        conn.execute(
+            sa.insert(backfill_report).values(
+                {
+                    **values,
+                    "case_id": other_case,
+                    "case_ids": [other_case],
+                    "label": "test-linux1804-64-qr/opt-mochitest-plain-1",
+                    "status": "culprit",
+                    "culprit_push_id": culprit_push,
+                }
+            )
+        )
+    seen: list[frozenset[int]] = []
+    decide = FlakeAware.decide
+    monkeypatch.setattr(
+        FlakeAware,
+        "decide",
+        lambda self, search: seen.append(search.likely) or decide(self, search),
+    )
+    found = _play(ci, BackfillSettings(strategy="flake-aware"), passes=30)
+    report = next(r for r in found if r["id"] == report_id)
+    assert report["culprit_revision"] == revision(11)
+    with ci.engine.connect() as conn:
+        context = conn.execute(
+            sa.select(backfill_record.c.context).where(backfill_record.c.report_id == report_id)
+        ).scalar_one()
+    assert seen and set(seen) == {frozenset({context["window"].index(culprit_push)})}

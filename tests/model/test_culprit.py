@@ -13,10 +13,15 @@ WINDOW = 20
 
 
 def _search(
-    rng: random.Random, culprit: int | None, rate: float, flake: float
+    rng: random.Random,
+    culprit: int | None,
+    rate: float,
+    flake: float,
+    likely: frozenset[int] = frozenset(),
 ) -> tuple[int | str | None, int]:
     """One search over a window whose pushes each have one scheduled run (80 %) and whose
-    last push had five retriggers; returns (what it named, runs it spent)."""
+    last push had five retriggers; returns (what it named, runs it spent). `likely`: the
+    pushes other searches named."""
 
     def draw(i: int) -> bool:
         return rng.random() < (rate if culprit is not None and i >= culprit else flake)
@@ -29,7 +34,7 @@ def _search(
     runs[last] = [0, 0]
     for _ in range(5):
         runs[last][0 if draw(last) else 1] += 1
-    search = CulpritSearch(fail_rate=estimate_fail_rate(runs[last][0], 5))
+    search = CulpritSearch(fail_rate=estimate_fail_rate(runs[last][0], 5), likely=likely)
     spent = [0] * WINDOW
     for _ in range(60):
         view = [(r, c) for r, c in runs]
@@ -189,3 +194,52 @@ def test_a_failing_push_waiting_for_runs_lets_the_search_go_on_around_it() -> No
     runs = [(0, 1)] + [(0, 0)] * 9 + [(1, 0)] * 9 + [(4, 0)]
     # Push 12 reproduced and waits for the rest of its runs: the search goes on.
     assert search.next_step(runs, waiting=frozenset({12})).test == 5
+
+
+def test_the_own_push_of_a_flaky_test_gets_runs_of_its_own() -> None:
+    """A flaky test broken on the search's own push: its parent flakes, and splitting the
+    mass ran only the parent, so the culprit's rate rested on a few retriggers and most such
+    searches ended without a culprit. Measured on these draws: 48 % right, 2.0 % wrong
+    (splitting alone: 37 % right, 2.0 % wrong; 4,000 draws of each of two seeds)."""
+    rng = random.Random(21)
+    last = WINDOW - 1
+    named = [
+        _search(rng, last, rng.uniform(0.5, 1.0), rng.choice((0.05, 0.15, 0.3)))[0]
+        for _ in range(400)
+    ]
+    assert sum(n == last for n in named) / len(named) >= 0.43
+    assert sum(isinstance(n, int) and n != last for n in named) / len(named) <= 0.03
+
+
+def test_an_own_push_with_fewer_runs_than_its_parent_is_run() -> None:
+    search = CulpritSearch(fail_rate=0.6)
+    runs = [(0, 1)] * 17 + [(1, 7), (3, 1)]  # the parent flaked once in eight
+    step = search.next_step(runs, spent=[0] * 17 + [8, 0])
+    assert step.test == 18 and step.times == search.runs_for_a_round()
+    # While its own runs are coming, the search runs elsewhere.
+    step = search.next_step(runs, spent=[0] * 17 + [8, 2], waiting=frozenset({18}))
+    assert step.test != 18
+
+
+def test_a_push_another_search_named_is_searched_first_but_not_blamed() -> None:
+    """Measured on 2,000 draws each: 81 % right in 11.2 runs when the push another search
+    named is the culprit (74 %, 13.0 runs without it); 1.45 % wrong when it is the push
+    after the culprit (0.85 % without)."""
+    rng = random.Random(2)
+    trials = 400
+
+    def draws(offset: int) -> tuple[float, float, float]:
+        right = wrong = spent = 0
+        for _ in range(trials):
+            culprit = rng.randint(3, 18)
+            rate, flake = rng.uniform(0.3, 1.0), rng.choice((0.0, 0.02, 0.05))
+            named, runs = _search(rng, culprit, rate, flake, frozenset({culprit + offset}))
+            right += named == culprit
+            wrong += isinstance(named, int) and named != culprit
+            spent += runs
+        return right / trials, wrong / trials, spent / trials
+
+    right, wrong, runs = draws(0)
+    assert right >= 0.77 and wrong <= 0.02 and runs <= 12
+    right, wrong, runs = draws(1)
+    assert right >= 0.65 and wrong <= 0.03

@@ -247,6 +247,19 @@ def _pooled_configurations(conn: sa.Connection, record: Any) -> list[PlatformCon
     return case_configurations(conn, record.case_ids or [])
 
 
+def _named_culprits(conn: sa.Connection, record: Any, window: Sequence[int]) -> frozenset[int]:
+    """Window indices of the pushes other reports of the repository named as culprits."""
+    named = conn.execute(
+        sa.select(backfill_report.c.culprit_push_id).where(
+            backfill_report.c.repository_id == record.repository_id,
+            backfill_report.c.status == CULPRIT,
+            backfill_report.c.id != record.report_id,
+            backfill_report.c.culprit_push_id.in_(list(window)),
+        )
+    ).scalars()
+    return frozenset(window.index(p) for p in named)
+
+
 def _record(conn: sa.Connection, record_id: int) -> Any:
     return conn.execute(
         sa.select(
@@ -427,6 +440,7 @@ class _Step:
             reproduced_runs=tuple(reproduced_runs),
             fail_rate=float(self.context["fail_rate"]),
             asked_runs=tuple(sum(a["times"] for a in requested.get(str(p), [])) for p in window),
+            likely=_named_culprits(self.conn, self.record, window),
         )
         return search, evidence
 

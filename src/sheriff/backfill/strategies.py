@@ -50,6 +50,7 @@ class Search:
     reproduced_runs: tuple[int, ...] = ()  # finished runs per push that showed the failure
     fail_rate: float = 0.5  # the regression's estimated failure rate
     asked_runs: tuple[int, ...] = ()  # runs asked for per push so far
+    likely: frozenset[int] = frozenset()  # pushes other searches named a culprit
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,9 @@ class FlakeAware(BackfillStrategy):
         runs = [(reproduced[i], search.clean_runs[i]) for i in range(count)]
         # The regression's own push: the original failed there too (it is not in the runs).
         runs[-1] = (runs[-1][0] + 1, runs[-1][1])
-        model = CulpritSearch(fail_rate=search.fail_rate, confidence=self.confidence)
+        model = CulpritSearch(
+            fail_rate=search.fail_rate, confidence=self.confidence, likely=search.likely
+        )
         step = model.next_step(
             runs,
             untestable=search.untestable,
