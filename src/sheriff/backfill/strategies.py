@@ -50,7 +50,7 @@ class Search:
     reproduced_runs: tuple[int, ...] = ()  # finished runs per push that showed the failure
     fail_rate: float = 0.5  # the regression's estimated failure rate
     asked_runs: tuple[int, ...] = ()  # runs asked for per push so far
-    likely: frozenset[int] = frozenset()  # pushes other searches named a culprit
+    likely: frozenset[int] = frozenset()  # pushes other searches named as culprits
 
 
 @dataclass(frozen=True)
