@@ -440,7 +440,11 @@ class _Step:
             reproduced_runs=tuple(reproduced_runs),
             fail_rate=float(self.context["fail_rate"]),
             asked_runs=tuple(sum(a["times"] for a in requested.get(str(p), [])) for p in window),
-            likely=_named_culprits(self.conn, self.record, window),
+            likely=(
+                _named_culprits(self.conn, self.record, window)
+                if self.strategy.weighs_named_culprits
+                else frozenset()
+            ),
         )
         return search, evidence
 

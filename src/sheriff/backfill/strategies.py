@@ -85,6 +85,9 @@ class BackfillStrategy(ABC):
     # reproduced: a failing push settles linear and bisect, but a search that weighs every
     # run must not give up on a spent budget before the runs it spent are in.
     waits_for_every_run: ClassVar[bool] = False
+    # Whether the search weighs the pushes other reports named as culprits (`Search.likely`);
+    # the engine looks them up only for one that does.
+    weighs_named_culprits: ClassVar[bool] = False
 
     @abstractmethod
     def runs_per_push(self, fail_rate: float, settings: BackfillSettings) -> int:
@@ -173,6 +176,7 @@ class FlakeAware(BackfillStrategy):
     name = "flake-aware"
     pools_configurations = True
     waits_for_every_run = True
+    weighs_named_culprits = True
     # 0.95 named a wrong push for 1.75 % of simulated intermittent regressions (flakes of
     # the test around it, tests/model/test_culprit.py); 0.97 for 1.25 %.
     confidence: ClassVar[float] = 0.97

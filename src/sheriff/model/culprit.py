@@ -185,12 +185,12 @@ class CulpritSearch:
             return Step(
                 no_culprit=True, why=f"{used} runs spent and P(best) = {p:.3f} only: no culprit"
             )
+
+        def runnable(i: int) -> bool:
+            return i not in untestable and (not spent or spent[i] < max_runs_per_push)
+
         # The push that splits the mass in two: testing it says on which side the culprit is.
-        candidates = [
-            i
-            for i in range(len(runs) - 1)
-            if i not in untestable and (not spent or spent[i] < max_runs_per_push)
-        ]
+        candidates = [i for i in range(len(runs) - 1) if runnable(i)]
         if not candidates:
             if waiting:
                 return wait
@@ -200,9 +200,9 @@ class CulpritSearch:
         last = len(runs) - 1
         if (
             best == last > 0
-            and last not in untestable | waiting
+            and runnable(last)
+            and last not in waiting
             and sum(runs[last]) < sum(runs[last - 1])
-            and (not spent or spent[last] < max_runs_per_push)
         ):
             # The regression's own push holds the most mass but fewer runs than its parent:
             # splitting would run the parent again and again, while what tells a flaky
