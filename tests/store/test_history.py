@@ -17,7 +17,15 @@ from sheriff.store.history import (
     past_cases,
 )
 from sheriff.store.loader import load_jobs, load_push_manifests
-from sheriff.store.schema import job, push, run_observation, triage_case
+from sheriff.store.schema import (
+    backfill_report,
+    job,
+    push,
+    regression,
+    repository,
+    run_observation,
+    triage_case,
+)
 from tests.factories import new_task_id, report_row, task_on_push
 
 LINUX, WIN = "linux1804-64-qr", "windows11-64-24h2"
@@ -324,8 +332,6 @@ def _record_regression(
     `last`, by default the push before its stop or push 11), stopped at push `stopped`,
     with culprit push `culprit`, its backfill report's status `search` (none without);
     its id."""
-    from sheriff.store.schema import backfill_report, regression, repository
-
     with engine.begin() as conn:
         ids = dict(conn.execute(sa.select(push.c.revision, push.c.id)).all())
         repository_id = conn.execute(sa.select(repository.c.id)).scalar_one()
@@ -368,8 +374,6 @@ def _record_regression(
 
 def _clear_records(engine) -> None:
     """Every regression record gone, for a test's next record on the same runs."""
-    from sheriff.store.schema import regression
-
     with engine.begin() as conn:
         conn.execute(sa.delete(regression))
 
@@ -412,7 +416,6 @@ def test_the_runs_of_a_stopped_regression_whose_search_named_no_culprit_are_kept
     has not found it yet: nothing shows those failures were a regression's, and most often
     they are a flaky test's called a regression (world 20261227-7). A search that named a
     culprit, or no search at all (backfills off), leaves the pushes out as before."""
-
     failing = set(range(3, 8)) | {10, 12}
     ids = load(
         engine, [(i, "bc1", LINUX, [A], [LINE] if i in failing else None) for i in range(13)]
@@ -456,7 +459,6 @@ def test_a_stopped_regression_that_takes_a_later_record_in_by_its_culprit_is_ope
     backfill named the same culprit (push 3): one regression, still failing at push 10,
     so it has not stopped. Left stopped, its pushes 3 to 7 were read as explained and the
     test's later failures as new (world 20261227-13)."""
-    from sheriff.store.schema import regression
     from sheriff.triage.regressions import follow_regressions
 
     failing = set(range(3, 8)) | {10, 12}
@@ -502,7 +504,6 @@ def test_an_open_regression_older_than_the_window_is_read_from_before_it_began(e
     5 that nobody fixed. With a window of 4 pushes a case on push 15 sees only failures,
     what a flake failing that often shows too; with the regression's record open, the
     runs from up to 15 pushes before the record's first push are read as well."""
-
     ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
     priors = fit_priors([PastCase(p=0.01, k=0, n=2, regression=False)] * 10)
     window = history_of(engine, ids[-1], lookback=4)
@@ -537,7 +538,6 @@ def test_a_regression_record_began_at_its_culprit_when_that_is_earlier(engine) -
     from 15 pushes before the culprit are read, as for a record that opened at push 5
     (development world 20261234-0: culprit push 10, record from push 22, 10 cases called
     intermittent with nothing before the change read)."""
-
     ids = load(engine, [(i, "bc1", LINUX, [A], [LINE] if i >= 5 else None) for i in range(16)])
     _record_regression(engine, first=12, stopped=None)
     assert history_of(engine, ids[-1], lookback=4).facts["runs"][0]["pushes_before_the_window"] == 0
@@ -577,7 +577,6 @@ def test_an_open_regression_of_a_line_that_names_no_test_is_read_from_before_it(
     named test's is by the test (development world 20261234-9: a timeout failing 79 % of
     runs since push 7, never fixed, called intermittent at pushes 57 to 66 with the
     window all after it). Another line that names no test keeps its window."""
-
     timeout = (
         "TEST-UNEXPECTED-TIMEOUT | Last test finished | application timed out after "
         "<duration> with no output"
