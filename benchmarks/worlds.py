@@ -131,6 +131,12 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
             outcomes[why] = outcomes.get(why, 0) + n
     lines.append("culprits by outcome (every true regression):")
     lines += [f"  {n:>4} {why}" for why, n in sorted(outcomes.items(), key=lambda o: -o[1])]
+    missed: dict[str, int] = {}
+    for h in hists:
+        for kind, n in h.get("missed_by_kind", {}).items():
+            missed[kind] = missed.get(kind, 0) + n
+    lines.append("missed regression cases by kind (the regression's line, test, when):")
+    lines += [f"  {n:>4} {kind}" for kind, n in sorted(missed.items(), key=lambda m: -m[1])]
     lines.append("reliability (P bin: cases, mean P, share regressions):")
     for i, (n, total_p, hits) in enumerate(pooled):
         if n:

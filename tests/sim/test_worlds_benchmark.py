@@ -41,3 +41,18 @@ def test_the_summary_counts_the_worlds_that_meet_each_per_world_target() -> None
     assert lines[0] == ("worlds meeting precision >= 0.98: 2 of 3; recall >= seed's - 0.02: 1 of 3")
     assert "target precision >= 0.98 on every world: MISSED" in lines
     assert "target recall >= seed's - 0.02 on every world: MISSED" in lines
+
+
+def test_the_summary_pools_the_missed_regression_cases_by_kind() -> None:
+    a, b = _metrics(1.0, 0.5), _metrics(1.0, 0.5)
+    a["missed_by_kind"] = {"same line, flaky test got worse, later": 3}
+    b["missed_by_kind"] = {
+        "crash line, test not flaky before, later": 5,
+        "same line, flaky test got worse, later": 1,
+    }
+    lines = _worlds_script().summary([("a", a, a, None), ("b", b, b, None)])
+    start = lines.index("missed regression cases by kind (the regression's line, test, when):")
+    assert lines[start + 1 : start + 3] == [
+        "     5 crash line, test not flaky before, later",
+        "     4 same line, flaky test got worse, later",
+    ]

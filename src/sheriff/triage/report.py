@@ -29,6 +29,7 @@ def render_report(metrics: dict[str, Any], database: Path) -> str:
         f"  recall    {metrics['recall']:.2f}  (real regressions it called regression)",
         f"  time to verdict: p50 {metrics['time_to_verdict_minutes']['p50']:.0f} min, "
         f"p95 {metrics['time_to_verdict_minutes']['p95']:.0f} min after the run failed",
+        *_missed(metrics.get("missed_by_kind") or {}),
         "",
         "Cost:",
         f"  {metrics['retriggers']} retriggers "
@@ -93,3 +94,12 @@ def render_report(metrics: dict[str, Any], database: Path) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _missed(kinds: dict[str, int]) -> list[str]:
+    """The missed regression cases by their regression's kind (`simrun.missed_by_kind`)."""
+    if not kinds:
+        return []
+    return [f"  missed regression cases: {sum(kinds.values())}, by kind:"] + [
+        f"    {n:>4} {kind}" for kind, n in kinds.items()
+    ]

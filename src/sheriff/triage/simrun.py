@@ -555,6 +555,7 @@ def measure(
         "calibration": calibration(scored),
         # Each wrong regression / intermittent verdict, oldest push first: what it was.
         "wrong_verdicts": sorted(wrong, key=lambda w: (w["push_index"], w["label"])),
+        "missed_by_kind": missed_by_kind(wrong, truth.get("regressions", [])),
         "time_to_verdict_minutes": {
             "p50": round(statistics.median(delays), 1) if delays else 0.0,
             "p95": round(sorted(delays)[int(0.95 * (len(delays) - 1))], 1) if delays else 0.0,
@@ -574,6 +575,49 @@ def _wrong_verdict(
         "p_regression": p,
         "failures": [[f["test"], f["regression"]] for f in case["failures"]],
     }
+
+
+# A missed case this many pushes after its regression's push or fewer was missed at the
+# onset, where only the case's own runs and retriggers can tell; later ones had the
+# regression's earlier failures to go by as well.
+ONSET_PUSHES = 3
+
+
+def missed_kind(
+    failures: list[list[Any]], push_index: int, regressions: list[dict[str, Any]]
+) -> str:
+    """What a missed regression case's regression was, in a sheriff's words: how it
+    failed (its `failure`: the test's own line, a new line, a crash or timeout naming no
+    test), whether the failing test was flaky already (a flaky test that got worse), and
+    whether the case came at the onset or later."""
+    by_index = {r.get("index", i): r for i, r in enumerate(regressions)}
+    test, index = next(
+        ((t, r) for t, r in failures if r is not None and r in by_index), (None, None)
+    )
+    if index is None:
+        return "unknown regression"
+    regression = by_index[index]
+    flaky = (
+        "flaky test got worse"
+        if test in regression.get("flaky_tests", [])
+        else "test not flaky before"
+    )
+    ago = push_index - regression["culprit_push"]
+    when = f"within {ONSET_PUSHES} pushes of the onset" if ago <= ONSET_PUSHES else "later"
+    return f"{regression.get('failure', 'same')} line, {flaky}, {when}"
+
+
+def missed_by_kind(
+    wrong: list[dict[str, Any]], regressions: list[dict[str, Any]]
+) -> dict[str, int]:
+    """The missed regression cases (called intermittent) counted by `missed_kind`, most
+    first: where recall is lost."""
+    kinds = Counter(
+        missed_kind(w["failures"], w["push_index"] or 0, regressions)
+        for w in wrong
+        if w["truth"] == "regression" and w["verdict"] != "regression"
+    )
+    return dict(kinds.most_common())
 
 
 def _with_pushes(truth: dict[str, Any]) -> list[dict[str, Any]]:
