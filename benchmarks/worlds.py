@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -125,18 +126,14 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
             f"runs relative to linear: {ours} vs {theirs} ({ours / theirs if theirs else 0:.2f}x); "
             f"linear right for {right} of {scope}"
         )
-    outcomes: dict[str, int] = {}
-    for h in hists:
-        for why, n in h["culprits"].get("outcomes", {}).get("counts", {}).items():
-            outcomes[why] = outcomes.get(why, 0) + n
-    lines.append("culprits by outcome (every true regression):")
-    lines += [f"  {n:>4} {why}" for why, n in sorted(outcomes.items(), key=lambda o: -o[1])]
-    missed: dict[str, int] = {}
-    for h in hists:
-        for kind, n in h.get("missed_by_kind", {}).items():
-            missed[kind] = missed.get(kind, 0) + n
-    lines.append("missed regression cases by kind (the regression's line, test, when):")
-    lines += [f"  {n:>4} {kind}" for kind, n in sorted(missed.items(), key=lambda m: -m[1])]
+    lines += _pooled(
+        "culprits by outcome (every true regression):",
+        [h["culprits"].get("outcomes", {}).get("counts", {}) for h in hists],
+    )
+    lines += _pooled(
+        "missed regression cases by kind (the regression's line, test, when):",
+        [h.get("missed_by_kind", {}) for h in hists],
+    )
     lines.append("reliability (P bin: cases, mean P, share regressions):")
     for i, (n, total_p, hits) in enumerate(pooled):
         if n:
@@ -180,6 +177,14 @@ def summary(rows: list[tuple[str, dict, dict, dict | None]]) -> list[str]:
                 f"{f['label']} named {f['named'][:12]}"
             )
     return lines
+
+
+def _pooled(title: str, counts: list[dict[str, int]]) -> list[str]:
+    """`title`, then the worlds' counts summed per key, most first."""
+    total: Counter[str] = Counter()
+    for each in counts:
+        total.update(each)
+    return [title] + [f"  {n:>4} {key}" for key, n in total.most_common()]
 
 
 def _pct(a: int, b: int) -> str:
