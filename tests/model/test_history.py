@@ -675,6 +675,58 @@ def test_a_crash_between_tests_is_compared_by_its_crash_line() -> None:
     assert seed.verdict is Verdict.INTERMITTENT and seed.evidence.reproducing == ()
 
 
+def _crash_past(since: int) -> tuple[EarlierRuns, ...]:
+    """40 earlier pushes of the crash's suite chunk (one run on the case's configuration,
+    four on others): the signature on a quarter of the runs of the last `since` pushes,
+    never before them."""
+    return tuple(
+        EarlierRuns(
+            ago,
+            runs=1,
+            shown=int(ago <= since and ago % 4 == 0),
+            other_runs=4,
+            other_shown=int(ago <= since),
+        )
+        for ago in range(40, 0, -1)
+    )
+
+
+def test_a_crash_new_in_its_chunk_is_a_regression_once_it_reproduced() -> None:
+    """A crash between tests with its suite chunk's past: a signature never seen for 30
+    pushes that crashes a quarter of the chunk's runs since is a regression as soon as a
+    retrigger reproduced it (P >= upper, as for a test line), where the seed rule's count
+    needs two; one that crashed as often all along stays intermittent at 1 of 5. Short of
+    the count, a run left that could make it a regression is asked for, not cut short."""
+    original = crashed("orig", CRASH)
+    one = (crashed("r1", CRASH), *(crashed(f"r{i}") for i in range(2, 6)))
+    none_in_four = tuple(crashed(f"r{i}") for i in range(1, 5))
+    new, steady = (CaseHistory(crashes={CRASH: _crash_past(since)}) for since in (10, 40))
+
+    decision = POLICY.decide(CaseEvidence(original, one[:1], history=new))
+    assert decision.verdict is Verdict.REGRESSION and decision.p_regression >= POLICY.upper
+    assert "the signature on 12 of 200 earlier runs of its suite chunk" in decision.reason
+    past = decision.to_dict()["history"]["crash_past"]
+    assert past["earlier_pushes_with_crash"] == 10 and past["earlier_runs_crashed"] == 12
+    assert past["line"] == CRASH and past["p"] >= POLICY.upper
+
+    decision = POLICY.decide(CaseEvidence(original, one, history=steady))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.p_regression < 0.1
+    assert "2 needed for a regression, the seed rule" in decision.reason
+    # Without the chunk's past (no store), the count alone, as before.
+    decision = POLICY.decide(CaseEvidence(original, one, history=NEUTRAL))
+    assert decision.verdict is Verdict.INTERMITTENT
+
+    decision = POLICY.decide(CaseEvidence(original, none_in_four, history=new))
+    assert decision.kind is DecisionKind.RETRIGGER and decision.retriggers == 1
+    decision = POLICY.decide(CaseEvidence(original, none_in_four, history=steady))
+    assert decision.verdict is Verdict.INTERMITTENT
+    assert "1 more run could not change it" in decision.reason
+    # A retrigger that crashed otherwise does not reproduce it.
+    other = (crashed("r1", OTHER_CRASH), *one[1:])
+    decision = POLICY.decide(CaseEvidence(original, other, history=new))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
+
+
 def test_a_crash_between_tests_beside_a_test_failure_is_judged_on_its_own() -> None:
     """A crash that no TEST-UNEXPECTED line of the original accounts for is judged by its
     crash line whenever the test lines do not make the case a regression: a crash

@@ -318,6 +318,60 @@ def test_a_line_that_names_no_test_is_looked_for_in_its_suite_chunk(engine) -> N
     assert history.lines[timeout].earlier == history.earlier
 
 
+def test_a_crash_between_tests_is_looked_for_by_its_signature_in_its_suite_chunk(engine) -> None:
+    """A crash between tests names no test either: its signature is looked for in the
+    runs of the original's suite chunk on every platform. A run of the chunk that failed
+    otherwise (a test's line, another crash) is a run without it; one whose lines are not
+    known yet, or that failed with none (a storm), says nothing; another chunk's crash is
+    no evidence."""
+    crash = "PROCESS-CRASH | application crashed [@ nsFrame::Notify + <ptr>] | pid: <pid>"
+    other = "PROCESS-CRASH | application crashed [@ Other::Thing + <ptr>] | pid: <pid>"
+
+    def label(plat: str, chunk: int) -> str:
+        return f"test-{plat}/opt-mochitest-browser-chrome-{chunk}"
+
+    ids = load(
+        engine,
+        [
+            (0, label(LINUX, 1), LINUX, [A], None),
+            (0, label(WIN, 1), WIN, [OTHER], []),  # crashed otherwise: a run without it
+            (1, label(LINUX, 1), LINUX, [OTHER], [LINE]),  # a test's failure: without it
+            (1, label(WIN, 1), WIN, [A], []),  # a storm: nothing
+            (1, label(LINUX, 2), LINUX, [A], []),  # the signature, in another chunk
+            (2, label(WIN, 1), WIN, [A], []),  # the signature, this push
+            (2, label(LINUX, 1), LINUX, [A], []),  # the case
+            (3, label(LINUX, 1), LINUX, [A], []),  # a later push: not read
+        ],
+    )
+    raw = {ids[1]: [other], ids[4]: [crash], ids[5]: [crash], ids[6]: [crash], ids[7]: [crash]}
+    with engine.begin() as conn:
+        for job_id, lines in raw.items():
+            conn.execute(
+                run_observation.update()
+                .where(run_observation.c.job_id == job_id)
+                .values(raw_failure_lines=lines)
+            )
+    history = history_of(engine, ids[6])
+    assert history.earlier == ()  # no TEST-UNEXPECTED line
+    assert history.crashes == {
+        crash: (
+            EarlierRuns(2, runs=1, shown=0, other_runs=1, other_shown=0),
+            EarlierRuns(1, runs=1, shown=0),
+            EarlierRuns(0, other_runs=1, other_shown=1),
+        )
+    }
+    # Beside a test's line, the crash is looked for all the same; the test's own runs
+    # leave the crashed runs out, as before.
+    with engine.begin() as conn:
+        conn.execute(
+            run_observation.update()
+            .where(run_observation.c.job_id == ids[6])
+            .values(failure_lines=[LINE], raw_failure_lines=[RAW, crash])
+        )
+    history = history_of(engine, ids[6])
+    assert set(history.crashes) == {crash} and history.lines[LINE].earlier
+
+
 def _record_regression(
     engine,
     first: int,

@@ -161,6 +161,28 @@ def test_a_past_regression_is_said_in_words() -> None:
     assert "came and went" not in " ".join(explain(HISTORY_CASE).sentences)
 
 
+def test_a_crashs_past_in_its_suite_chunk_is_said_in_words() -> None:
+    history = {**HISTORY_CASE["evidence"]["history"]}
+    crash = {"line": "PROCESS-CRASH | application crashed [@ Foo] | pid: <pid>", "p": 0.993}
+    history["crash_past"] = {
+        **crash,
+        "earlier_pushes_with_crash": 10,
+        "earlier_runs": 200,
+        "earlier_runs_crashed": 12,
+    }
+    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"], "history": history}}
+    text = " ".join(explain(case).sentences)
+    assert (
+        "The crash names no test: its suite chunk's earlier runs, on every platform, crashed "
+        "with it in 12 of 200 runs, on 10 pushes; from that and the retriggers, "
+        "P(regression) 0.99." in text
+    )
+    history["crash_past"] = {**crash, "earlier_runs": 40, "earlier_runs_crashed": 0}
+    text = " ".join(explain(case).sentences)
+    assert "never crashed with it in 40 runs" in text
+    assert "The crash names no test" not in " ".join(explain(HISTORY_CASE).sentences)
+
+
 def test_a_seed_verdict_and_odd_evidence() -> None:
     seed = {
         "rule": "4 retriggers of 5 showed a failure line of the original",

@@ -461,6 +461,9 @@ class CaseHistory:
     # Per failure line of the original, when the store gathered them: each line is judged
     # on its own retriggers and its own test's past (`HistoryPolicy.decide`).
     lines: Mapping[str, LineHistory] = field(default_factory=dict)
+    # Per crash between tests of the original (a `PROCESS-CRASH` line no TEST-UNEXPECTED
+    # line accounts for): its suite chunk's runs on earlier pushes, by its signature.
+    crashes: Mapping[str, tuple[EarlierRuns, ...]] = field(default_factory=dict)
 
     def judged_by(self, line: str) -> CaseHistory:
         """This history as the one line `line` tells it."""
@@ -617,7 +620,9 @@ class HistoryPolicy:
         "line that no TEST-UNEXPECTED line of the original accounts for (a crash between "
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
         "crash line, staged as in seed-staged (waves as large as the test lines' waves, "
-        "if any): alone it decides the case, beside test lines whenever they do not make "
+        "if any), or as a regression once one retrigger reproduced it and P(regression) "
+        "on its signature's past in its suite chunk's runs is >= upper: alone it decides "
+        "the case, beside test lines whenever they do not make "
         "it a regression; an unparsed original's errorsummary tests are counted alike; "
         "an original without any failure line is intermittent. A case that "
         "no outcome of its runs left could make a regression is intermittent at once (its "
@@ -1008,7 +1013,16 @@ class HistoryPolicy:
         if beside is not None:
             why = f"{why}; its failure lines: {beside.reason}"
         return self._by_seed_count(
-            evidence, k, why, facts, history, n, in_flight, crashes=crashes, lines=beside
+            evidence,
+            k,
+            why,
+            facts,
+            history,
+            n,
+            in_flight,
+            crashes=crashes,
+            lines=beside,
+            crash_past=_crash_past(history, crashes, k, n),
         )
 
     def _by_seed_count(
@@ -1022,6 +1036,7 @@ class HistoryPolicy:
         in_flight: int,
         crashes: tuple[str, ...] = (),
         lines: Decision | None = None,
+        crash_past: CrashPast | None = None,
     ) -> Decision:
         """A second source decides by the seed rule's count, staged as in `seed-staged`:
         without a TEST-UNEXPECTED line there is no test history to weigh.
@@ -1036,12 +1051,39 @@ class HistoryPolicy:
         `lines`: what the original's TEST-UNEXPECTED lines decided, when the count judges a
         crash beside them (they did not make the case a regression). A wave is then as
         large as theirs, if larger, and while they are still to decide and the crash can no
-        longer make a regression, their decision stands."""
-        p = history.priors.posterior({}, k=k, n=n)
-        extra = {"crash_lines": list(crashes)} if crashes else {}
+        longer make a regression, their decision stands.
+
+        `crash_past`: the crash's signature in its suite chunk's earlier runs, when the
+        store gathered them. P(regression) is then the model's on those runs and the
+        count, and a crash that reproduced at least once is a regression as soon as P >=
+        upper, as a test line is: a crash regression failing a quarter of the runs never
+        seen before its push reached 2 of 5 on few of its cases (world 20261246-10: 12
+        cases more than 3 pushes after it called intermittent at 1 of 5)."""
+        p = crash_past.p if crash_past else history.priors.posterior({}, k=k, n=n)
+        extra: dict[str, Any] = {"crash_lines": list(crashes)} if crashes else {}
+        if crash_past:
+            extra["crash_past"] = crash_past.to_dict()
         needed = evidence.min_reproductions
+        if crash_past and 1 <= k < needed and p >= self.upper:
+            return self._decision(
+                DecisionKind.VERDICT,
+                f"{why}; P(regression) = {p:.3f} with {crash_past.said} (>= {self.upper})",
+                facts,
+                history,
+                k,
+                n,
+                verdict=Verdict.REGRESSION,
+                p=p,
+                cancel=_cancellable(evidence.retriggers),
+                extra=extra,
+            )
         left = in_flight + evidence.runs_missing
         decided = count_decided(k, left, needed)
+        if decided and k < needed and left and crash_past:
+            # Short of the count, the runs left may still reproduce the crash, and with
+            # its past, one reproduction may be enough.
+            best = history.priors.posterior({}, k=k + left, n=n + left, earlier=crash_past.earlier)
+            decided = best < self.upper
         lines_deciding = lines is not None and lines.kind is not DecisionKind.VERDICT
         if decided and (k >= needed or not lines_deciding):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
@@ -1290,6 +1332,58 @@ def _unaccounted_crashes(evidence: CaseEvidence, tally: Any) -> tuple[str, ...]:
     if not original.lines_known:
         return ()
     return unaccounted_crashes(original.crash_lines, (r.line for r in tally.lines))
+
+
+@dataclass(frozen=True)
+class CrashPast:
+    """What the earlier runs of a crash's suite chunk say of it (`_crash_past`)."""
+
+    line: str
+    p: float  # P(regression) on those runs and the retriggers' count
+    pushes: int  # earlier pushes whose chunk crashed with the signature
+    runs: int  # the chunk's earlier runs, every configuration
+    shown: int  # of which crashed with the signature
+    earlier: tuple[EarlierRuns, ...] = ()
+
+    @property
+    def said(self) -> str:
+        return (
+            f"the signature on {self.shown} of {_plural(self.runs, 'earlier run')} of its "
+            f"suite chunk, on {self.pushes} push{'' if self.pushes == 1 else 'es'}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "p": round(self.p, 4),
+            "earlier_pushes_with_crash": self.pushes,
+            "earlier_runs": self.runs,
+            "earlier_runs_crashed": self.shown,
+        }
+
+
+def _crash_past(history: CaseHistory, crashes: Sequence[str], k: int, n: int) -> CrashPast | None:
+    """The crash whose chunk's past makes the case likeliest a regression, weighed as a
+    test line's past is (`Priors.posterior`, no features): None when the store gathered
+    none (a policy run without history)."""
+    pasts = []
+    for crash in crashes:
+        earlier = history.crashes.get(crash)
+        if earlier is None:
+            continue
+        p = history.priors.posterior({}, k=k, n=n, earlier=earlier)
+        before = [e for e in earlier if e.ago > 0]
+        pasts.append(
+            CrashPast(
+                line=crash,
+                p=p,
+                pushes=sum(1 for e in before if e.shown + e.other_shown),
+                runs=sum(e.runs + e.other_runs for e in before),
+                shown=sum(e.shown + e.other_shown for e in before),
+                earlier=earlier,
+            )
+        )
+    return max(pasts, key=lambda c: c.p, default=None)
 
 
 def _errorsummary_tests(evidence: CaseEvidence) -> frozenset[str]:

@@ -202,10 +202,15 @@ class PushHistory:
         self.failed = self._failed_runs([self.push_id, *self.earlier])
         # The lines of the failed runs that can speak for a test's line: a run that
         # crashed between tests cannot (`_earlier_runs`), and has no entry.
+        failed_older = [*self.failed, *self._failed_runs(self.older)]
         self.lines_of = {
-            r["id"]: r["lines"]
-            for r in [*self.failed, *self._failed_runs(self.older)]
-            if not r["crashed_between_tests"]
+            r["id"]: r["lines"] for r in failed_older if not r["crashed_between_tests"]
+        }
+        # The crashes between tests of the failed runs whose lines are known and show a
+        # failure of some kind: what a crash of the original is looked for in
+        # (`crash_histories`). A run that failed with neither (a storm) says nothing.
+        self.crashes_of = {
+            r["id"]: r["crashes"] for r in failed_older if r["lines"] or r["crashes"]
         }
         self.listing: dict[str, list[int]] | None = None  # failing test → manifests listing it
         # Earlier push → the tests that began failing there (`first_failures`), in the
@@ -390,8 +395,9 @@ class PushHistory:
         """The history facts of the case whose failed original run is `original`."""
         obs = observation or {}
         lines = tuple(dict.fromkeys(obs.get("failure_lines") or ()))
+        crashes = self.crash_histories(original, obs)
         if not lines:
-            return CaseHistory(priors=self.priors)
+            return CaseHistory(priors=self.priors, crashes=crashes)
         config = (original["machine_platform_id"], original["option_collection"])
         wanted = set(lines)
         earlier_with_line = {
@@ -447,17 +453,47 @@ class PushHistory:
             facts=facts,
             earlier=tuple(earlier[worst]),
             lines={line: LineHistory(tuple(earlier[line]), bool(bugs.get(line))) for line in lines},
+            crashes=crashes,
         )
 
+    def crash_histories(
+        self, original: Mapping[str, Any], observation: Mapping[str, Any]
+    ) -> dict[str, tuple[EarlierRuns, ...]]:
+        """Per crash between tests of the original (a `PROCESS-CRASH` line none of its
+        TEST-UNEXPECTED lines accounts for), the runs of its suite chunk on the earlier
+        pushes, on every platform, and how many crashed with the same signature. Such a
+        crash names no test, so, as for a timeout's `Last test finished`, the chunk's runs
+        are the ones that could have shown it: a signature never seen for 45 pushes that
+        now shows on push after push is a regression's, one seen all along a flake's."""
+        crashes = unaccounted_crashes(
+            crash_lines(observation.get("raw_failure_lines")),
+            observation.get("failure_lines") or (),
+        )
+        config = (original["machine_platform_id"], original["option_collection"])
+        return {
+            crash: tuple(
+                self._earlier_runs(
+                    config, crash, original["id"], original["job_type_id"], crash=True
+                )
+            )
+            for crash in crashes
+        }
+
     def _earlier_runs(
-        self, config: tuple[int, str], line: str, original: int, original_type: int
+        self,
+        config: tuple[int, str],
+        line: str,
+        original: int,
+        original_type: int,
+        crash: bool = False,
     ) -> list[EarlierRuns]:
         """The runs of the line's test on the earlier pushes, on this configuration and the
         others, and on this push's other configurations; oldest first, one entry per push
-        with runs. A failed run whose lines are not known yet is left out."""
-        test = failing_test(line)
+        with runs. A failed run whose lines are not known yet is left out. `crash`: `line`
+        is a crash between tests, read in the suite chunk's runs by its signature."""
+        test = None if crash else failing_test(line)
         by_push = self._finished_test_runs()
-        if test and not names_a_test(test):
+        if crash or (test and not names_a_test(test)):
             # A line that names no test (`Last test finished | application timed out`):
             # whatever test hangs, the runs of the same suite chunk are the ones that
             # could have shown it, on every platform.
@@ -491,6 +527,10 @@ class PushHistory:
                     continue
                 if not failed:
                     shown = False
+                elif crash:
+                    if job_id not in self.crashes_of:
+                        continue  # lines not known yet, or a storm
+                    shown = line in self.crashes_of[job_id]
                 elif self.lines_of.get(job_id):
                     shown = line in self.lines_of[job_id]
                 else:
@@ -641,16 +681,16 @@ def began_failing_on(conn: sa.Connection, push_ids: Sequence[int]) -> dict[str, 
 
 
 def _failed_run(row: sa.Row[Any]) -> dict[str, Any]:
-    """A failed run for the pass cache: its normalised lines, and whether it crashed
-    between tests (its raw lines are not kept)."""
+    """A failed run for the pass cache: its normalised lines, and its crashes between
+    tests (its raw lines are not kept)."""
     lines = row.failure_lines or ()
     entry = {k: v for k, v in row._mapping.items() if k != "raw_failure_lines"}
+    crashes = frozenset(unaccounted_crashes(crash_lines(row.raw_failure_lines), lines))
     return {
         **entry,
         "lines": frozenset(lines),
-        "crashed_between_tests": bool(
-            unaccounted_crashes(crash_lines(row.raw_failure_lines), lines)
-        ),
+        "crashes": crashes,
+        "crashed_between_tests": bool(crashes),
     }
 
 

@@ -120,6 +120,9 @@ def _history(
         past = history.get("past_regression")
         if isinstance(past, Mapping):
             out.sentences.append(_past_regression(past))
+        crash = history.get("crash_past")
+        if isinstance(crash, Mapping):
+            out.sentences.append(_crash_past(crash))
         bugs = [b for b in facts.get("open_bugs") or [] if b is not None]
         if bugs:
             named = ", ".join(f"bug {b}" for b in bugs)
@@ -178,6 +181,20 @@ def _past_regression(past: Mapping[str, Any]) -> str:
         f"Earlier, {when}, the test showed the line in {int(past.get('showed_line') or 0)} of "
         f"{_n(int(past.get('runs') or 0), 'run')}, and less often since: read as a regression"
         " that came and went, not as how often the test flakes."
+    )
+
+
+def _crash_past(crash: Mapping[str, Any]) -> str:
+    runs, crashed = int(crash.get("earlier_runs") or 0), int(crash.get("earlier_runs_crashed") or 0)
+    pushes = int(crash.get("earlier_pushes_with_crash") or 0)
+    seen = (
+        f"crashed with it in {crashed} of {_n(runs, 'run')}, on {_n(pushes, 'push')}"
+        if crashed
+        else f"never crashed with it in {_n(runs, 'run')}"
+    )
+    return (
+        f"The crash names no test: its suite chunk's earlier runs, on every platform, "
+        f"{seen}; from that and the retriggers, P(regression) {_p(crash.get('p'))}."
     )
 
 
