@@ -129,13 +129,18 @@ def test_a_history_verdict_in_sentences_with_its_inputs_and_strip() -> None:
     assert "began failing" not in told.earlier[0].words + told.earlier[2].words
 
 
+def _told(**history: object) -> str:
+    """The sentences of HISTORY_CASE with these fields of its stored history replaced."""
+    evidence = HISTORY_CASE["evidence"]
+    case = {**HISTORY_CASE, "evidence": {**evidence, "history": {**evidence["history"], **history}}}
+    return " ".join(explain(case).sentences)
+
+
 def test_a_case_judged_line_by_line_says_which_line_spoke() -> None:
     flaky = "TEST-UNEXPECTED-FAIL | dom/z/browser_flaky.js | boom"
     facts = {**HISTORY_CASE["evidence"]["history"]["facts"], "line": LINE}
     facts["line_p"] = {LINE: 0.9941, flaky: 0.12}
-    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"]}}
-    case["evidence"]["history"] = {**HISTORY_CASE["evidence"]["history"], "facts": facts}
-    text = " ".join(explain(case).sentences)
+    text = _told(facts=facts)
     assert (
         "Each failure line was judged on its own: dom/a/browser_x.js speaks for the case "
         "(P(regression) 0.99); the others: dom/z/browser_flaky.js 0.12." in text
@@ -144,15 +149,8 @@ def test_a_case_judged_line_by_line_says_which_line_spoke() -> None:
 
 
 def test_a_past_regression_is_said_in_words() -> None:
-    history = {**HISTORY_CASE["evidence"]["history"]}
-    history["past_regression"] = {
-        "from_pushes_ago": 33,
-        "to_pushes_ago": 19,
-        "runs": 15,
-        "showed_line": 15,
-    }
-    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"], "history": history}}
-    text = " ".join(explain(case).sentences)
+    past = {"from_pushes_ago": 33, "to_pushes_ago": 19, "runs": 15, "showed_line": 15}
+    text = _told(past_regression=past)
     assert (
         "Earlier, from 33 to 19 pushes before this one, the test showed the line in 15 of "
         "15 runs, and less often since: read as a regression that came and went, not as "
@@ -162,23 +160,15 @@ def test_a_past_regression_is_said_in_words() -> None:
 
 
 def test_a_crashs_past_in_its_suite_chunk_is_said_in_words() -> None:
-    history = {**HISTORY_CASE["evidence"]["history"]}
     crash = {"line": "PROCESS-CRASH | application crashed [@ Foo] | pid: <pid>", "p": 0.993}
-    history["crash_past"] = {
-        **crash,
-        "earlier_pushes_with_crash": 10,
-        "earlier_runs": 200,
-        "earlier_runs_crashed": 12,
-    }
-    case = {**HISTORY_CASE, "evidence": {**HISTORY_CASE["evidence"], "history": history}}
-    text = " ".join(explain(case).sentences)
+    counts = {"earlier_pushes_with_crash": 10, "earlier_runs": 200, "earlier_runs_crashed": 12}
+    text = _told(crash_past={**crash, **counts})
     assert (
         "The crash names no test: its suite chunk's earlier runs, on every platform, crashed "
         "with it in 12 of 200 runs, on 10 pushes; from that and the retriggers, "
         "P(regression) 0.99." in text
     )
-    history["crash_past"] = {**crash, "earlier_runs": 40, "earlier_runs_crashed": 0}
-    text = " ".join(explain(case).sentences)
+    text = _told(crash_past={**crash, "earlier_runs": 40, "earlier_runs_crashed": 0})
     assert "never crashed with it in 40 runs" in text
     assert "The crash names no test" not in " ".join(explain(HISTORY_CASE).sentences)
 

@@ -1340,10 +1340,26 @@ class CrashPast:
 
     line: str
     p: float  # P(regression) on those runs and the retriggers' count
-    pushes: int  # earlier pushes whose chunk crashed with the signature
-    runs: int  # the chunk's earlier runs, every configuration
-    shown: int  # of which crashed with the signature
-    earlier: tuple[EarlierRuns, ...] = ()
+    earlier: tuple[EarlierRuns, ...] = ()  # this push's other configurations too (ago 0)
+
+    @property
+    def _before(self) -> list[EarlierRuns]:
+        return [e for e in self.earlier if e.ago > 0]
+
+    @property
+    def pushes(self) -> int:
+        """Earlier pushes whose chunk crashed with the signature."""
+        return sum(1 for e in self._before if e.shown + e.other_shown)
+
+    @property
+    def runs(self) -> int:
+        """The chunk's runs on earlier pushes, every configuration."""
+        return sum(e.runs + e.other_runs for e in self._before)
+
+    @property
+    def shown(self) -> int:
+        """Of which crashed with the signature."""
+        return sum(e.shown + e.other_shown for e in self._before)
 
     @property
     def said(self) -> str:
@@ -1366,23 +1382,11 @@ def _crash_past(history: CaseHistory, crashes: Sequence[str], k: int, n: int) ->
     """The crash whose chunk's past makes the case likeliest a regression, weighed as a
     test line's past is (`Priors.posterior`, no features): None when the store gathered
     none (a policy run without history)."""
-    pasts = []
-    for crash in crashes:
-        earlier = history.crashes.get(crash)
-        if earlier is None:
-            continue
-        p = history.priors.posterior({}, k=k, n=n, earlier=earlier)
-        before = [e for e in earlier if e.ago > 0]
-        pasts.append(
-            CrashPast(
-                line=crash,
-                p=p,
-                pushes=sum(1 for e in before if e.shown + e.other_shown),
-                runs=sum(e.runs + e.other_runs for e in before),
-                shown=sum(e.shown + e.other_shown for e in before),
-                earlier=earlier,
-            )
-        )
+    pasts = (
+        CrashPast(crash, history.priors.posterior({}, k=k, n=n, earlier=earlier), earlier)
+        for crash in crashes
+        if (earlier := history.crashes.get(crash)) is not None
+    )
     return max(pasts, key=lambda c: c.p, default=None)
 
 

@@ -203,9 +203,7 @@ class PushHistory:
         # The lines of the failed runs that can speak for a test's line: a run that
         # crashed between tests cannot (`_earlier_runs`), and has no entry.
         failed_older = [*self.failed, *self._failed_runs(self.older)]
-        self.lines_of = {
-            r["id"]: r["lines"] for r in failed_older if not r["crashed_between_tests"]
-        }
+        self.lines_of = {r["id"]: r["lines"] for r in failed_older if not r["crashes"]}
         # The crashes between tests of the failed runs whose lines are known and show a
         # failure of some kind: what a crash of the original is looked for in
         # (`crash_histories`). A run that failed with neither (a storm) says nothing.
@@ -690,7 +688,6 @@ def _failed_run(row: sa.Row[Any]) -> dict[str, Any]:
         **entry,
         "lines": frozenset(lines),
         "crashes": crashes,
-        "crashed_between_tests": bool(crashes),
     }
 
 
