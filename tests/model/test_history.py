@@ -696,7 +696,8 @@ def test_a_crash_new_in_its_chunk_is_a_regression_once_it_reproduced() -> None:
     pushes that crashes a quarter of the chunk's runs since is a regression as soon as a
     retrigger reproduced it (P >= upper, as for a test line), where the seed rule's count
     needs two; one that crashed as often all along stays intermittent at 1 of 5. Short of
-    the count, a run left that could make it a regression is asked for, not cut short."""
+    the count, a run left that could make it a regression at the cap is asked for, not cut
+    short, and once every run is in, P >= at_cap makes it one, as for a test line."""
     original = crashed("orig", CRASH)
     one = (crashed("r1", CRASH), *(crashed(f"r{i}") for i in range(2, 6)))
     none_in_four = tuple(crashed(f"r{i}") for i in range(1, 5))
@@ -721,9 +722,23 @@ def test_a_crash_new_in_its_chunk_is_a_regression_once_it_reproduced() -> None:
     decision = POLICY.decide(CaseEvidence(original, none_in_four, history=steady))
     assert decision.verdict is Verdict.INTERMITTENT
     assert "1 more run could not change it" in decision.reason
+    # All runs used short of the count: the chunk's past weighs them as a test line's does
+    # at the cap (P >= at_cap, once reproduced or shown on an earlier push).
+    none_in_five = (*none_in_four, crashed("r5"))
+    decision = POLICY.decide(CaseEvidence(original, none_in_five, history=new))
+    assert decision.verdict is Verdict.REGRESSION and decision.p_regression >= POLICY.at_cap
+    assert "all runs used" in decision.reason
+    assert f">= {POLICY.at_cap} at the cap" in decision.reason
+    assert decision.to_dict()["history"]["crash_past"]["earlier_runs_crashed"] == 12
+    decision = POLICY.decide(CaseEvidence(original, none_in_five, history=steady))
+    assert decision.verdict is Verdict.INTERMITTENT
+    # Seen once on the push before, not reproduced in five: P short of at_cap.
+    once = CaseHistory(crashes={CRASH: _crash_past(1)})
+    decision = POLICY.decide(CaseEvidence(original, none_in_five, history=once))
+    assert decision.verdict is Verdict.INTERMITTENT and decision.p_regression < POLICY.at_cap
     # A retrigger that crashed otherwise does not reproduce it.
     other = (crashed("r1", OTHER_CRASH), *one[1:])
-    decision = POLICY.decide(CaseEvidence(original, other, history=new))
+    decision = POLICY.decide(CaseEvidence(original, other, history=once))
     assert decision.verdict is Verdict.INTERMITTENT and decision.details["k"] == 0
 
 

@@ -621,7 +621,9 @@ class HistoryPolicy:
         "tests) is judged by the seed rule's count of retriggers with the same normalised "
         "crash line, staged as in seed-staged (waves as large as the test lines' waves, "
         "if any), or as a regression once one retrigger reproduced it and P(regression) "
-        "on its signature's past in its suite chunk's runs is >= upper: alone it decides "
+        "on its signature's past in its suite chunk's runs is >= upper, or with every run "
+        "in, once that P is >= at_cap and the crash reproduced or showed on an earlier "
+        "push: alone it decides "
         "the case, beside test lines whenever they do not make "
         "it a regression; an unparsed original's errorsummary tests are counted alike; "
         "an original without any failure line is intermittent. A case that "
@@ -904,6 +906,12 @@ class HistoryPolicy:
         regression, said = _repeats_its_past(k, n, earlier)
         return regression, f"{bound}; {said}"
 
+    def _crash_at_cap(self, crash_past: CrashPast, k: int) -> bool:
+        """Whether a crash between tests whose runs are all in is a regression by its
+        chunk's past: P >= `at_cap`, once reproduced here or shown on an earlier push (as
+        `_at_cap` asks of a test line)."""
+        return crash_past.p >= self.at_cap and (k >= 1 or crash_past.shown > 0)
+
     def _out_of_reach(
         self, history: CaseHistory, tally: Any, n: int, room: int, beyond: int = 0
     ) -> bool:
@@ -1058,7 +1066,9 @@ class HistoryPolicy:
         count, and a crash that reproduced at least once is a regression as soon as P >=
         upper, as a test line is: a crash regression failing a quarter of the runs never
         seen before its push reached 2 of 5 on few of its cases (world 20261246-10: 12
-        cases more than 3 pushes after it called intermittent at 1 of 5)."""
+        cases more than 3 pushes after it called intermittent at 1 of 5). With every run in
+        short of the count, P >= at_cap makes it a regression as at a test line's cap
+        (`_crash_at_cap`), and a run is asked for while it could bring P there."""
         p = crash_past.p if crash_past else history.priors.posterior({}, k=k, n=n)
         extra: dict[str, Any] = {"crash_lines": list(crashes)} if crashes else {}
         if crash_past:
@@ -1083,7 +1093,24 @@ class HistoryPolicy:
             # Short of the count, the runs left may still reproduce the crash, and with
             # its past, one reproduction may be enough.
             best = history.priors.posterior({}, k=k + left, n=n + left, earlier=crash_past.earlier)
-            decided = best < self.upper
+            decided = best < self.at_cap
+        if crash_past and not left and k < needed and self._crash_at_cap(crash_past, k):
+            # All runs used short of the count: the crash's past weighs the runs as a test
+            # line's does at the cap (`_at_cap`), where the count alone called a crash
+            # regression failing a quarter of the runs intermittent at 1 of 5.
+            return self._decision(
+                DecisionKind.VERDICT,
+                f"{why}; all runs used, P(regression) = {p:.3f} with {crash_past.said} "
+                f"(>= {self.at_cap} at the cap)",
+                facts,
+                history,
+                k,
+                n,
+                verdict=Verdict.REGRESSION,
+                p=p,
+                cancel=_cancellable(evidence.retriggers),
+                extra=extra,
+            )
         lines_deciding = lines is not None and lines.kind is not DecisionKind.VERDICT
         if decided and (k >= needed or not lines_deciding):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
