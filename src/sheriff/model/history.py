@@ -906,11 +906,20 @@ class HistoryPolicy:
         regression, said = _repeats_its_past(k, n, earlier)
         return regression, f"{bound}; {said}"
 
-    def _crash_at_cap(self, crash_past: CrashPast, k: int) -> bool:
-        """Whether a crash between tests whose runs are all in is a regression by its
-        chunk's past: P >= `at_cap`, once reproduced here or shown on an earlier push (as
-        `_at_cap` asks of a test line)."""
-        return crash_past.p >= self.at_cap and (k >= 1 or crash_past.shown > 0)
+    def _crash_regression(self, crash_past: CrashPast, k: int, left: int) -> str:
+        """Why a crash between tests short of the seed rule's count is a regression by its
+        chunk's past (empty: it is not): once reproduced here and P >= upper, as a test
+        line is; with every run in (`left` 0), P >= `at_cap` once reproduced here or shown
+        on an earlier push, as `_at_cap` asks of a test line at the cap (the count alone
+        called a crash regression failing a quarter of the runs intermittent at 1 of 5)."""
+        p, said = crash_past.p, crash_past.said
+        if k >= 1 and p >= self.upper:
+            return f"P(regression) = {p:.3f} with {said} (>= {self.upper})"
+        if not left and p >= self.at_cap and (k >= 1 or crash_past.shown > 0):
+            return (
+                f"all runs used, P(regression) = {p:.3f} with {said} (>= {self.at_cap} at the cap)"
+            )
+        return ""
 
     def _out_of_reach(
         self, history: CaseHistory, tally: Any, n: int, room: int, beyond: int = 0
@@ -1068,16 +1077,18 @@ class HistoryPolicy:
         seen before its push reached 2 of 5 on few of its cases (world 20261246-10: 12
         cases more than 3 pushes after it called intermittent at 1 of 5). With every run in
         short of the count, P >= at_cap makes it a regression as at a test line's cap
-        (`_crash_at_cap`), and a run is asked for while it could bring P there."""
+        (`_crash_regression`), and a run is asked for while it could bring P there."""
         p = crash_past.p if crash_past else history.priors.posterior({}, k=k, n=n)
         extra: dict[str, Any] = {"crash_lines": list(crashes)} if crashes else {}
         if crash_past:
             extra["crash_past"] = crash_past.to_dict()
         needed = evidence.min_reproductions
-        if crash_past and 1 <= k < needed and p >= self.upper:
+        left = in_flight + evidence.runs_missing
+        by_past = self._crash_regression(crash_past, k, left) if crash_past and k < needed else ""
+        if by_past:
             return self._decision(
                 DecisionKind.VERDICT,
-                f"{why}; P(regression) = {p:.3f} with {crash_past.said} (>= {self.upper})",
+                f"{why}; {by_past}",
                 facts,
                 history,
                 k,
@@ -1087,30 +1098,12 @@ class HistoryPolicy:
                 cancel=_cancellable(evidence.retriggers),
                 extra=extra,
             )
-        left = in_flight + evidence.runs_missing
         decided = count_decided(k, left, needed)
         if decided and k < needed and left and crash_past:
             # Short of the count, the runs left may still reproduce the crash, and with
             # its past, one reproduction may be enough.
             best = history.priors.posterior({}, k=k + left, n=n + left, earlier=crash_past.earlier)
             decided = best < self.at_cap
-        if crash_past and not left and k < needed and self._crash_at_cap(crash_past, k):
-            # All runs used short of the count: the crash's past weighs the runs as a test
-            # line's does at the cap (`_at_cap`), where the count alone called a crash
-            # regression failing a quarter of the runs intermittent at 1 of 5.
-            return self._decision(
-                DecisionKind.VERDICT,
-                f"{why}; all runs used, P(regression) = {p:.3f} with {crash_past.said} "
-                f"(>= {self.at_cap} at the cap)",
-                facts,
-                history,
-                k,
-                n,
-                verdict=Verdict.REGRESSION,
-                p=p,
-                cancel=_cancellable(evidence.retriggers),
-                extra=extra,
-            )
         lines_deciding = lines is not None and lines.kind is not DecisionKind.VERDICT
         if decided and (k >= needed or not lines_deciding):
             due = f"; {_plural(left, 'more run')} could not change it" if left else ""
