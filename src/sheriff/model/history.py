@@ -897,7 +897,7 @@ class HistoryPolicy:
         (at `at_cap` there, flakes of a world's first pushes, 2 of 10 reproduced at
         P 0.92, were regressions: development world 20261223-29)."""
         threshold, where = (self.upper, "past the cap") if past_cap else (self.at_cap, "at the cap")
-        by_model = p >= threshold and (k >= 1 or failed_before(earlier)[0] > 0)
+        by_model = p >= threshold and _reproduced_or_shown(k, earlier)
         bound = f"{'>=' if p >= threshold else '<'} {threshold} {where}"
         if p >= threshold and not by_model:
             bound += ", but not reproduced and never shown on an earlier push"
@@ -915,7 +915,7 @@ class HistoryPolicy:
         p, said = crash_past.p, crash_past.said
         if k >= 1 and p >= self.upper:
             return f"P(regression) = {p:.3f} with {said} (>= {self.upper})"
-        if not left and p >= self.at_cap and (k >= 1 or crash_past.shown > 0):
+        if not left and p >= self.at_cap and _reproduced_or_shown(k, crash_past.earlier):
             return (
                 f"all runs used, P(regression) = {p:.3f} with {said} (>= {self.at_cap} at the cap)"
             )
@@ -1261,6 +1261,12 @@ def failed_before(earlier: Sequence[EarlierRuns]) -> tuple[int, int]:
     return shown, sum(e.runs + e.other_runs for e in past)
 
 
+def _reproduced_or_shown(k: int, earlier: Sequence[EarlierRuns]) -> bool:
+    """What a regression verdict at the cap needs besides P: a reproduction on this push,
+    or the failure shown on an earlier one (`HistoryPolicy._at_cap`)."""
+    return k >= 1 or failed_before(earlier)[0] > 0
+
+
 def rate_at_least(k: int, n: int, sure: float = _SURE) -> float:
     """The failure rate that k or more reproductions of n show for sure: the lowest rate
     under which they would still happen with chance 1 - `sure` (one-sided Clopper-Pearson
@@ -1363,23 +1369,19 @@ class CrashPast:
     earlier: tuple[EarlierRuns, ...] = ()  # this push's other configurations too (ago 0)
 
     @property
-    def _before(self) -> list[EarlierRuns]:
-        return [e for e in self.earlier if e.ago > 0]
-
-    @property
     def pushes(self) -> int:
         """Earlier pushes whose chunk crashed with the signature."""
-        return sum(1 for e in self._before if e.shown + e.other_shown)
+        return sum(1 for e in self.earlier if e.ago > 0 and e.shown + e.other_shown)
 
     @property
     def runs(self) -> int:
         """The chunk's runs on earlier pushes, every configuration."""
-        return sum(e.runs + e.other_runs for e in self._before)
+        return failed_before(self.earlier)[1]
 
     @property
     def shown(self) -> int:
         """Of which crashed with the signature."""
-        return sum(e.shown + e.other_shown for e in self._before)
+        return failed_before(self.earlier)[0]
 
     @property
     def said(self) -> str:
