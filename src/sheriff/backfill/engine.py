@@ -19,7 +19,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sheriff.actions.usage import backfill_runs
-from sheriff.backfill.evidence import WindowEvidence, classify, window_evidence
+from sheriff.backfill.evidence import (
+    WindowEvidence,
+    classify,
+    configurations_showing,
+    window_evidence,
+)
 from sheriff.backfill.reports import (
     BACKFILLED,
     CULPRIT,
@@ -39,7 +44,12 @@ from sheriff.model.backfill import Outcome, PushRuns, began_after, outcome
 from sheriff.model.failure_lines import failing_test
 from sheriff.model.job import TaskShapeError, mozharness_test_paths
 from sheriff.model.regressions import names_a_test
-from sheriff.store.queries import PlatformConfig, case_configurations, recent_push_ids
+from sheriff.store.queries import (
+    PlatformConfig,
+    by_platform,
+    case_configurations,
+    recent_push_ids,
+)
 from sheriff.store.schema import backfill_record, backfill_report, push, repository
 
 # A push asked this many times that still says nothing is given up on.
@@ -240,11 +250,15 @@ def _later(now: datetime, previous: datetime) -> datetime:
 
 def _pooled_configurations(conn: sa.Connection, record: Any) -> list[PlatformConfig]:
     """The configurations whose runs a strategy that weighs every run reads beside the
-    record's own: those where the report's regression cases failed."""
+    record's own: those where the report's regression cases failed, and those where a run
+    in the window showed the searched failure (a case there called intermittent, or one
+    never filed into this report, failed it all the same)."""
     name = record.context.get("strategy") or record.strategy
     if not backfill_strategy(name).pools_configurations:
         return []
-    return case_configurations(conn, record.case_ids or [])
+    context = record.context
+    showing = configurations_showing(conn, context["window"], context["lines"], context["tests"])
+    return by_platform({*case_configurations(conn, record.case_ids or []), *showing})
 
 
 def _named_culprits(conn: sa.Connection, record: Any, window: Sequence[int]) -> frozenset[int]:

@@ -24,7 +24,12 @@ from sheriff.model.backfill import PushRuns
 from sheriff.model.failure_lines import failing_test as test_of
 from sheriff.model.failure_lines import with_crash_lines
 from sheriff.model.policy import run_lines_known, run_lines_never
-from sheriff.store.queries import PlatformConfig, jobs_running_manifests
+from sheriff.store.queries import (
+    PlatformConfig,
+    by_platform,
+    config_columns,
+    jobs_running_manifests,
+)
 from sheriff.store.schema import job, job_type, run_observation
 
 
@@ -116,6 +121,34 @@ def classify(run: RunView, lines: Sequence[str], tests: Sequence[str]) -> str:
     if not run_lines_known(run.parse_status, run.failure_lines) or not run.failure_lines:
         return "unknown"  # not parsed, or failed without a failure line: infrastructure
     return "reproduced" if reproduces(run.failure_lines, lines, tests) else "clean"
+
+
+def configurations_showing(
+    conn: sa.Connection, push_ids: Sequence[int], lines: Sequence[str], tests: Sequence[str]
+) -> list[PlatformConfig]:
+    """The configurations with a run on `push_ids` that showed the searched failure: a
+    regression's cases called intermittent on other platforms (or never filed into its
+    report) still tell on which pushes it failed."""
+    if not (lines or tests) or not push_ids:
+        return []
+    stmt = (
+        sa.select(
+            *config_columns(), run_observation.c.failure_lines, run_observation.c.raw_failure_lines
+        )
+        .select_from(job)
+        .join(run_observation, run_observation.c.job_id == job.c.id)
+        .where(
+            job.c.push_id.in_(list(push_ids)),
+            job.c.result == "testfailed",
+            run_observation.c.failure_lines.is_not(None),
+        )
+    )
+    found = {
+        PlatformConfig(*row[:4])
+        for row in conn.execute(stmt)
+        if reproduces(with_crash_lines(row[4], row[5]), lines, tests)
+    }
+    return by_platform(found)
 
 
 def window_evidence(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -92,13 +92,13 @@ def push_task_test_paths(conn: sa.Connection, push_id: int) -> dict[str, list[st
     return result
 
 
-def _config_columns() -> tuple[sa.Column[Any], ...]:
+def config_columns() -> tuple[sa.Column[Any], ...]:
     return (job.c.repository_id, job.c.build_platform_id, job.c.machine_platform_id,
             job.c.option_collection)  # fmt: skip
 
 
 def platform_config(conn: sa.Connection, job_id: int) -> PlatformConfig | None:
-    row = conn.execute(sa.select(*_config_columns()).where(job.c.id == job_id)).first()
+    row = conn.execute(sa.select(*config_columns()).where(job.c.id == job_id)).first()
     return PlatformConfig(*row) if row else None
 
 
@@ -107,12 +107,16 @@ def case_configurations(conn: sa.Connection, case_ids: Sequence[int]) -> list[Pl
     if not case_ids:
         return []
     rows = conn.execute(
-        sa.select(*_config_columns())
+        sa.select(*config_columns())
         .distinct()
         .join(triage_case, triage_case.c.job_id == job.c.id)
         .where(triage_case.c.id.in_(list(case_ids)))
     ).all()
-    configs = {PlatformConfig(*r) for r in rows}
+    return by_platform({PlatformConfig(*r) for r in rows})
+
+
+def by_platform(configs: Iterable[PlatformConfig]) -> list[PlatformConfig]:
+    """Configurations in a stable order: machine platform, options, build platform."""
     return sorted(
         configs, key=lambda c: (c.machine_platform_id, c.option_collection, c.build_platform_id)
     )
