@@ -323,18 +323,20 @@ def _asked(ci: FakeCI) -> int:
     return sum(s["input"]["times"] for s in ci.sent)
 
 
+@pytest.mark.parametrize("crash", [False, True])
 @pytest.mark.parametrize("known_by", ["case", "runs", "nothing"])
 def test_flake_aware_reads_the_runs_of_the_regressions_other_configurations(
-    engine, known_by: str
+    engine, known_by: str, crash: bool
 ) -> None:
     """The regression also fails on a second platform, whose scheduled runs ran the failing
     manifest on every push (the first one's chunk holds it on even pushes only). Once a
     case there joins the report, or its runs in the window showed the searched line
     without one (a case called intermittent there is still a failure of the regression),
     those runs place the culprit without backfilling it. A platform whose runs never
-    showed the line is not read: its clean runs say nothing of where the regression is."""
+    showed the line is not read: its clean runs say nothing of where the regression is.
+    The same when the regression crashes between tests (its line in the raw lines only)."""
     other = "linux2404-64"
-    ci = FakeCI(engine)
+    ci = FakeCI(engine, crash=crash)
     ci.history()
     for index in range(ci.pushes):
         ci.add_run(index, [A, B], platform=other, failed=None if known_by != "nothing" else False)
