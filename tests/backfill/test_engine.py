@@ -14,6 +14,7 @@ from sheriff.backfill import (
     pushes_to_watch,
     reports,
 )
+from sheriff.backfill.evidence import configurations_showing
 from sheriff.backfill.reports import regression_of
 from sheriff.backfill.strategies import FlakeAware
 from sheriff.store.schema import (
@@ -333,13 +334,18 @@ def test_flake_aware_reads_the_runs_of_the_regressions_other_configurations(
     case there joins the report, or its runs in the window showed the searched line
     without one (a case called intermittent there is still a failure of the regression),
     those runs place the culprit without backfilling it. A platform whose runs never
-    showed the line is not read: its clean runs say nothing of where the regression is.
+    showed the line (it failed, but another test) is not read: its runs say nothing of
+    where the regression is.
     The same when the regression crashes between tests (its line in the raw lines only)."""
     other = "linux2404-64"
     ci = FakeCI(engine, crash=crash)
     ci.history()
     for index in range(ci.pushes):
-        ci.add_run(index, [A, B], platform=other, failed=None if known_by != "nothing" else False)
+        if known_by == "nothing":
+            # It fails on every push, but another test's line: not the searched failure.
+            ci.add_run(index, [A, B], platform=other, failed=True, lines=[NOISE])
+        else:
+            ci.add_run(index, [A, B], platform=other)
     _open(ci, strategy="flake-aware")
     if known_by == "case":
         _open(ci, strategy="flake-aware", platform=other)
@@ -349,6 +355,13 @@ def test_flake_aware_reads_the_runs_of_the_regressions_other_configurations(
         record = conn.execute(sa.select(backfill_record)).one()
     # The record counts its own backfilled runs only, never the other platform's runs.
     assert record.runs_successful + record.runs_failed == _asked(ci)
+    context = record.context
+    with engine.connect() as conn:
+        showing = configurations_showing(
+            conn, context["window"], context["lines"], context["tests"]
+        )
+    # The record's own platform, and the other one only where its runs showed the line.
+    assert len(showing) == (1 if known_by == "nothing" else 2)
     if known_by == "nothing":
         assert _asked(ci) >= 2
     else:

@@ -123,30 +123,54 @@ def classify(run: RunView, lines: Sequence[str], tests: Sequence[str]) -> str:
     return "reproduced" if reproduces(run.failure_lines, lines, tests) else "clean"
 
 
+_RUN_COLUMNS = (
+    job.c.id,
+    job.c.push_id,
+    job.c.state,
+    job.c.result,
+    job.c.action,
+    run_observation.c.parse_status,
+    run_observation.c.failure_lines,
+    run_observation.c.raw_failure_lines,
+)
+
+
+def _run_view(row: Any, own: bool = True) -> RunView:
+    """A row of `_RUN_COLUMNS` as the search reads it (crash lines from the raw lines)."""
+    return RunView(
+        job_id=row.id,
+        push_id=row.push_id,
+        state=row.state,
+        result=row.result,
+        action=row.action,
+        parse_status=row.parse_status,
+        failure_lines=(
+            with_crash_lines(row.failure_lines, row.raw_failure_lines)
+            if row.failure_lines is not None
+            else None
+        ),
+        own=own,
+    )
+
+
 def configurations_showing(
     conn: sa.Connection, push_ids: Sequence[int], lines: Sequence[str], tests: Sequence[str]
 ) -> list[PlatformConfig]:
-    """The configurations with a run on `push_ids` that showed the searched failure: a
-    regression's cases called intermittent on other platforms (or never filed into its
-    report) still tell on which pushes it failed."""
+    """The configurations with a run on `push_ids` that showed the searched failure (one
+    the search would count as `reproduced`): a regression's cases called intermittent on
+    other platforms (or never filed into its report) still tell on which pushes it failed."""
     if not (lines or tests) or not push_ids:
         return []
     stmt = (
-        sa.select(
-            *config_columns(), run_observation.c.failure_lines, run_observation.c.raw_failure_lines
-        )
+        sa.select(*config_columns(), *_RUN_COLUMNS)
         .select_from(job)
         .join(run_observation, run_observation.c.job_id == job.c.id)
-        .where(
-            job.c.push_id.in_(list(push_ids)),
-            job.c.result == "testfailed",
-            run_observation.c.failure_lines.is_not(None),
-        )
+        .where(job.c.push_id.in_(list(push_ids)), job.c.result == "testfailed")
     )
     found = {
         PlatformConfig(*row[:4])
         for row in conn.execute(stmt)
-        if reproduces(with_crash_lines(row[4], row[5]), lines, tests)
+        if classify(_run_view(row), lines, tests) == "reproduced"
     }
     return by_platform(found)
 
@@ -185,16 +209,7 @@ def window_evidence(
     if exclude_job_id is not None:
         where.append(job.c.id != exclude_job_id)
     stmt = (
-        sa.select(
-            job.c.id,
-            job.c.push_id,
-            job.c.state,
-            job.c.result,
-            job.c.action,
-            run_observation.c.parse_status,
-            run_observation.c.failure_lines,
-            run_observation.c.raw_failure_lines,
-        )
+        sa.select(*_RUN_COLUMNS)
         .select_from(job)
         .join(job_type, job_type.c.id == job.c.job_type_id)
         .outerjoin(run_observation, run_observation.c.job_id == job.c.id)
@@ -203,20 +218,6 @@ def window_evidence(
     )
     evidence = WindowEvidence()
     for row in conn.execute(stmt):
-        evidence.runs.setdefault(row.push_id, []).append(
-            RunView(
-                job_id=row.id,
-                push_id=row.push_id,
-                state=row.state,
-                result=row.result,
-                action=row.action,
-                parse_status=row.parse_status,
-                failure_lines=(
-                    with_crash_lines(row.failure_lines, row.raw_failure_lines)
-                    if row.failure_lines is not None
-                    else None
-                ),
-                own=row.id not in other_ids,
-            )
-        )
+        view = _run_view(row, own=row.id not in other_ids)
+        evidence.runs.setdefault(row.push_id, []).append(view)
     return evidence
