@@ -363,35 +363,6 @@ def test_a_test_failing_often_since_the_first_known_push_is_no_regression_here()
     assert priors.posterior({}, k=2, n=3, earlier=after_clean) > 0.95
 
 
-def test_on_the_first_push_known_no_change_is_shown() -> None:
-    # World 20261249-19: a test flaking about 30 % failed both other configurations of the
-    # repository's first push known and both retriggers, and was called a regression at
-    # P 0.98. Nothing shows it ever passed: on that push R has no change point, and only
-    # "nearly every retrigger reproduced" with nothing before it makes a regression.
-    first = replace(Priors(), first_push=True)
-    here = (EarlierRuns(0, other_runs=2, other_shown=2),)
-    assert Priors().posterior({}, k=2, n=2, earlier=here) >= POLICY.upper
-    assert first.posterior({}, k=2, n=2, earlier=here) == 0.0
-    history = CaseHistory(priors=first, earlier=here)
-    two = POLICY.decide(case(done("r1", A), done("r2", A), history=history))
-    assert two.kind is DecisionKind.RETRIGGER and two.p_regression == 0.0
-    assert "first push sheriff knows" in two.reason
-    assert two.to_dict()["history"]["priors"]["first_push"] is True
-    three_of_five = [done("r1", A), done("r2", A), done("r3", A), done("r4"), done("r5")]
-    decision = POLICY.decide(case(*three_of_five, history=history))
-    assert decision.verdict is Verdict.INTERMITTENT
-    # Five of five: the test did not fail at a comparable rate before (nothing did), so a
-    # regression, as issue 14's 4-of-5 rule asks.
-    five = [done(f"r{i}", A) for i in range(5)]
-    decision = POLICY.decide(case(*five, history=history))
-    assert decision.verdict is Verdict.REGRESSION and "did not fail at a comparable rate" in (
-        decision.reason
-    )
-    # The push after it: a clean run before is a change shown, and P is the model's again.
-    after = (EarlierRuns(1, runs=1, other_runs=2), *here)
-    assert Priors().posterior({}, k=2, n=2, earlier=after) >= POLICY.upper
-
-
 # A test that flakes about one run in four, failed every run for fifteen pushes (a
 # regression, since fixed) and flakes again (world 20261216-14).
 FLAKES = (False, True, False, False, False, True, False, False)

@@ -199,43 +199,12 @@ def test_a_new_failure_has_no_history(engine) -> None:
     assert history.earlier == (EarlierRuns(1, runs=1),)
 
 
-def test_the_first_push_known_shows_no_change(engine) -> None:
-    # The repository's first push in the store: nothing shows that any test passed before
-    # it (`Priors.first_push`); on the next push a run before it does.
-    ids = load(
-        engine,
-        [
-            (0, "bc1", LINUX, [A], [LINE]),
-            (0, "bc1", WIN, [A], [LINE]),
-            (1, "bc1", LINUX, [A], None),
-            (2, "bc1", LINUX, [A], [LINE]),
-        ],
-    )
-    first = history_of(engine, ids[0])
-    assert first.priors.first_push and first.facts["earlier_pushes_looked_at"] == 0
-    assert first.earlier == (EarlierRuns(0, other_runs=1, other_shown=1),)
-    assert first.priors.posterior({}, k=2, n=2, earlier=first.earlier) == 0.0
-    assert first.priors.to_dict()["first_push"] is True
-    later = history_of(engine, ids[3])
-    assert not later.priors.first_push and "first_push" not in later.priors.to_dict()
-    assert later.priors.posterior({}, k=2, n=2, earlier=later.earlier) > 0.5
-
-
 def test_priors_are_fitted_from_decided_history_cases_only(engine) -> None:
-    specs = [(0, "bc1", LINUX, [A], [LINE]), (0, "bc2", LINUX, [A], [LINE])]
-    ids = load(engine, [*specs, (0, "bc3", LINUX, [A], [LINE])])
+    ids = load(engine, [(0, "bc1", LINUX, [A], [LINE]), (0, "bc2", LINUX, [A], [LINE])])
     with engine.begin() as conn:
         push_id, repository_id = conn.execute(sa.select(push.c.id, push.c.repository_id)).one()
         common = {"push_id": push_id, "state": "decided", "opened_at": NOW, "updated_at": NOW}
         history = {"k": 2, "n": 2, "features": {"streak": True}, "p_retriggers": 0.9}
-        # Decided on the first push known, where no change could be shown: not fitted from.
-        first = {
-            "k": 3,
-            "n": 5,
-            "features": {},
-            "p_retriggers": 0.0,
-            "priors": {"first_push": True},
-        }
         conn.execute(
             triage_case.insert(),
             [
@@ -248,16 +217,6 @@ def test_priors_are_fitted_from_decided_history_cases_only(engine) -> None:
                     "p_regression": 0.99,
                     "decided_at": NOW,
                     "evidence": {"history": history},
-                },
-                {
-                    **common,
-                    "job_id": ids[2],
-                    "label": "bc3",
-                    "policy": "history",
-                    "verdict": "intermittent",
-                    "p_regression": 0.0,
-                    "decided_at": NOW,
-                    "evidence": {"history": first},
                 },
                 {
                     **common,

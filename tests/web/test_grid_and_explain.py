@@ -173,12 +173,6 @@ def test_a_crashs_past_in_its_suite_chunk_is_said_in_words() -> None:
     assert "The crash names no test" not in " ".join(explain(HISTORY_CASE).sentences)
 
 
-def test_the_first_push_known_is_said_in_words() -> None:
-    text = _told(priors={"first_push": True, "base_rate": 0.33})
-    assert "This is the first push sheriff knows of the repository" in text
-    assert "first push sheriff knows" not in " ".join(explain(HISTORY_CASE).sentences)
-
-
 def test_a_seed_verdict_and_odd_evidence() -> None:
     seed = {
         "rule": "4 retriggers of 5 showed a failure line of the original",

@@ -218,11 +218,6 @@ class Priors:
     regression: RateDistribution = RateDistribution(1.6, 0.4)
     feature_log_lr: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cases: int = 0  # decided cases fitted from
-    # The case's push is the first of its repository the store knows: nothing shows that
-    # any test passed before it, so nothing shows a change there, and R has no change
-    # point (a test failing since the first push known is what the rule on change points
-    # with no run before them reads as a flake). Set per push (`PushHistory`), not fitted.
-    first_push: bool = False
 
     def prior_log_odds(self, features: Mapping[str, bool]) -> float:
         """Log odds of regression before any retrigger."""
@@ -251,11 +246,6 @@ class Priors:
         point (`LANDING_WEIGHT`).
         """
         pushes = sorted(earlier, key=lambda e: e.ago)  # newest first
-        if self.first_push:
-            # Only this push's runs, and a change on it with no run before it: no change
-            # point is left to R (world 20261249-19: three tests flaking about 30 %, each
-            # failing every run of the first push, were called regressions at P 0.98).
-            return -math.inf
         same, other = _totals(k, n, pushes)
         intermittent = self._flaky(same, other)
         # Runs from the change point on ("after"), for each change point, newest first.
@@ -433,9 +423,7 @@ class Priors:
         return _sigmoid(prior + best)
 
     def to_dict(self) -> dict[str, Any]:
-        first = {"first_push": True} if self.first_push else {}
         return {
-            **first,
             "cases": self.cases,
             "base_rate": round(self.base_rate, 4),
             "flake_rate": {"a": round(self.flake.a, 3), "b": round(self.flake.b, 3)},
@@ -763,11 +751,6 @@ class HistoryPolicy:
         p = priors.posterior(history.features, k=k, n=n, earlier=earlier)
         said = f" ({_short(history.facts['line'])})" if "line" in history.facts else ""
         why = f"P(regression) = {p:.3f} after {k} of {_plural(n, 'retrigger')} reproduced{said}"
-        if priors.first_push:
-            why += (
-                ", on the first push sheriff knows of the repository: nothing shows the test "
-                "passed before it, so no change is shown"
-            )
         # P after one more retrigger that reproduced: the open-bug waiver weighs it, and the
         # reason quotes it when the waiver is withheld (computed once, and only if asked).
         waiver_features = {**history.features, "open_bug": every_line_known}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -92,10 +92,6 @@ def _past_case(
 ) -> PastCase | None:
     details = (evidence or {}).get("history") or {}
     if p is None or "k" not in details or "n" not in details:
-        return None
-    if (details.get("priors") or {}).get("first_push"):
-        # Decided where no change could be shown (`Priors.first_push`): its P says nothing
-        # of how often a failure is a regression, nor its verdict of how often one repeats.
         return None
     return PastCase(
         p=float(p),
@@ -193,10 +189,6 @@ class PushHistory:
             .limit(self.lookback)
         ).all()
         self.earlier = [e.id for e in earlier]
-        if not self.earlier:
-            # The first push the store knows of the repository: no change is shown on it
-            # (`Priors.first_push`).
-            self.priors = replace(self.priors, first_push=True)
         # Test (or line, `_reach_key`) → pushes before the window read for it too (newest
         # first), and all of them.
         self.reach = self._reach(row.repository_id, row.push_time, earlier)

@@ -123,13 +123,6 @@ def _history(
         crash = history.get("crash_past")
         if isinstance(crash, Mapping):
             out.sentences.append(_crash_past(crash))
-        priors_said = history.get("priors")
-        if isinstance(priors_said, Mapping) and priors_said.get("first_push"):
-            out.sentences.append(
-                "This is the first push sheriff knows of the repository: nothing shows that "
-                "the test passed before it, so its failures show no change (P(regression) 0 "
-                "unless nearly every retrigger reproduces)."
-            )
         bugs = [b for b in facts.get("open_bugs") or [] if b is not None]
         if bugs:
             named = ", ".join(f"bug {b}" for b in bugs)
