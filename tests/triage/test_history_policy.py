@@ -42,9 +42,11 @@ def test_history_policy_decides_every_eligible_case_with_its_evidence(engine, si
         assert evidence["policy"] == "history" and evidence["p_regression"] == p
         history = evidence["history"]
         assert set(history) >= {"k", "n", "features", "facts", "earlier_runs", "priors"}
-        # the cap's five retriggers, or up to runs_most's when the cap would have called
-        # the case intermittent at P >= extend_from
-        assert history["n"] <= triage.settings.runs_most - 1
+        # the cap's retriggers, or up to runs_most's (never fewer than the cap's, as the
+        # triage engine takes it) when the cap would have called the case intermittent at
+        # P >= extend_from
+        most = max(triage.settings.runs_most, triage.settings.runs_wanted)
+        assert history["n"] <= most - 1
         if "seed rule" not in evidence["reason"] and evidence["lines"]:
             # decided by a threshold: the stored probability says which side
             assert (p >= 0.98) == (verdict == "regression")
